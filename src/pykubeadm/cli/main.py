@@ -1,0 +1,119 @@
+"""The `pykubeadm` command: global flags, lazily loaded sub-commands, and the one exit point mapping errors to codes.
+
+Each top-level command lives in its own module `pykubeadm.cli.<name>` exposing a click command named `command`;
+`COMMANDS` maps command names to those modules so `pykubeadm --help` does not import the whole control plane.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import click
+
+from pykubeadm import constants as c
+from pykubeadm.errors import KubeadmError
+
+__all__ = ["COMMANDS", "CliState", "main", "pass_state"]
+
+#: command name → (module, short help). Modules are imported only when the command runs.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("pykubeadm.cli.init", "Run this command in order to set up the Kubernetes control plane"),
+    "join": ("pykubeadm.cli.join", "Run this on any machine you wish to join an existing cluster"),
+    "reset": ("pykubeadm.cli.reset", "Performs a best effort revert of changes made to this host by 'kubeadm init' or 'kubeadm join'"),
+    "upgrade": ("pykubeadm.cli.upgrade", "Upgrade your cluster smoothly to a newer version with this command"),
+    "token": ("pykubeadm.cli.token", "Manage bootstrap tokens"),
+    "certs": ("pykubeadm.cli.certs", "Commands related to handling Kubernetes certificates"),
+    "kubeconfig": ("pykubeadm.cli.kubeconfig", "Kubeconfig file utilities"),
+    "config": ("pykubeadm.cli.config", "Manage configuration for a kubeadm cluster persisted in a ConfigMap in the cluster"),
+    "version": ("pykubeadm.cli.version", "Print the version of kubeadm"),
+    "lab": ("pykubeadm.cli.lab", "Run a local multi-node cluster on loopback addresses"),
+    "component": ("pykubeadm.cli.component", "Run a built-in Kubernetes component (kube-apiserver, kubelet, ...)"),
+}
+
+
+class CliState:
+    """Global flags shared by every sub-command (`--root-dir`, `-v`)."""
+
+    def __init__(self, root_dir: Path, verbosity: int):
+        self.root_dir = root_dir
+        self.verbosity = verbosity
+
+
+pass_state = click.make_pass_decorator(CliState, ensure=False)
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module = importlib.import_module(COMMANDS[cmd_name][0])
+        return module.command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Available Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
+@click.option(
+    "--root-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar=c.ROOT_DIR_ENV,
+    default="/",
+    show_default=True,
+    help="Root directory of the node: every well-known path (/etc/kubernetes, /var/lib/kubelet, ...) resolves under it.",
+)
+@click.option("-v", "--v", "verbosity", type=int, default=0, help="number for the log level verbosity")
+@click.pass_context
+def cli(ctx: click.Context, root_dir: Path, verbosity: int) -> None:
+    """pykubeadm: easily bootstrap a secure Kubernetes cluster."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbosity >= 5 else logging.INFO if verbosity >= 1 else logging.WARNING,
+        format="%(levelname).1s%(asctime)s %(name)s] %(message)s",
+    )
+    ctx.obj = CliState(root_dir=root_dir.absolute(), verbosity=verbosity)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI and turn errors into kubeadm's exit codes (1 default, 2 preflight, 3 validation)."""
+    try:
+        cli.main(args=argv, prog_name="pykubeadm", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.Abort:
+        sys.exit(1)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except KubeadmError as e:
+        if _verbosity() >= 5:
+            traceback.print_exc()
+        click.echo(str(e), err=True)
+        if _verbosity() < 5:
+            click.echo("To see the stack trace of this error execute with --v=5 or higher", err=True)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(0)
+
+
+def _verbosity() -> int:
+    ctx = click.get_current_context(silent=True)
+    state = ctx.find_object(CliState) if ctx else None
+    if state is not None:
+        return state.verbosity
+    for i, arg in enumerate(sys.argv):
+        if arg.startswith(("--v=", "-v=")):
+            return int(arg.split("=", 1)[1] or 0)
+        if arg in ("-v", "--v") and i + 1 < len(sys.argv) and sys.argv[i + 1].isdigit():
+            return int(sys.argv[i + 1])
+    return int(os.environ.get("PYKUBEADM_V", "0") or 0)
