@@ -235,7 +235,9 @@ LABEL_NODE_ROLE_CONTROL_PLANE: Final = "node-role.kubernetes.io/control-plane"
 LABEL_EXCLUDE_FROM_EXTERNAL_LB: Final = "node.kubernetes.io/exclude-from-external-load-balancers"
 TAINT_CONTROL_PLANE_KEY: Final = "node-role.kubernetes.io/control-plane"
 ANNOTATION_CRI_SOCKET: Final = "kubeadm.alpha.kubernetes.io/cri-socket"
-ANNOTATION_KUBE_APISERVER_ADVERTISE_ADDRESS_ENDPOINT: Final = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
+ANNOTATION_KUBE_APISERVER_ADVERTISE_ADDRESS_ENDPOINT: Final = (
+    "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
+)
 ANNOTATION_ETCD_ADVERTISE_CLIENT_URLS: Final = "kubeadm.kubernetes.io/etcd.advertise-client-urls"
 ANNOTATION_COMPONENT_CONFIG_HASH: Final = "kubeadm.kubernetes.io/component-config.hash"
 ANNOTATION_CONFIG_HASH: Final = "kubernetes.io/config.hash"

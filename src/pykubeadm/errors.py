@@ -1,12 +1,12 @@
 """pykubeadm's exception hierarchy and the exit code of each class; the CLI's one exit point maps them.
 
-    KubeadmError                  exit 1  any failure with a message for the user
-    ├── ValidationError           exit 3  bad config or flags; carries every FieldError at once
-    ├── PreflightError            exit 2  failed preflight checks (names them; --ignore-preflight-errors)
-    ├── CertError                         a certificate or key file is missing, unreadable or non-compliant
-    ├── KubeconfigError                   a kubeconfig file is missing, unreadable or wrong
-    ├── PhaseError                        "error execution phase <name>: <cause>" (wraps the cause)
-    └── NotImplementedPhase               a phase whose issue has not landed yet
+KubeadmError                  exit 1  any failure with a message for the user
+├── ValidationError           exit 3  bad config or flags; carries every FieldError at once
+├── PreflightError            exit 2  failed preflight checks (names them; --ignore-preflight-errors)
+├── CertError                         a certificate or key file is missing, unreadable or non-compliant
+├── KubeconfigError                   a kubeconfig file is missing, unreadable or wrong
+├── PhaseError                        "error execution phase <name>: <cause>" (wraps the cause)
+└── NotImplementedPhase               a phase whose issue has not landed yet
 """
 
 from __future__ import annotations

@@ -108,7 +108,9 @@ class Runner(Generic[C]):
         if phase is None:
             raise KubeadmError(f"phase {path!r} does not exist")
         if phase.run_all_siblings:
-            self._run_tree([p for p in siblings if not p.run_all_siblings], parent_path + "/" if parent_path else "", [])
+            self._run_tree(
+                [p for p in siblings if not p.run_all_siblings], parent_path + "/" if parent_path else "", []
+            )
         else:
             self._run_tree([phase], parent_path + "/" if parent_path else "", [])
         return self.data

@@ -24,12 +24,18 @@ __all__ = ["COMMANDS", "CliState", "main", "pass_state"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("pykubeadm.cli.init", "Run this command in order to set up the Kubernetes control plane"),
     "join": ("pykubeadm.cli.join", "Run this on any machine you wish to join an existing cluster"),
-    "reset": ("pykubeadm.cli.reset", "Performs a best effort revert of changes made to this host by 'kubeadm init' or 'kubeadm join'"),
+    "reset": (
+        "pykubeadm.cli.reset",
+        "Performs a best effort revert of changes made to this host by 'kubeadm init' or 'kubeadm join'",
+    ),
     "upgrade": ("pykubeadm.cli.upgrade", "Upgrade your cluster smoothly to a newer version with this command"),
     "token": ("pykubeadm.cli.token", "Manage bootstrap tokens"),
     "certs": ("pykubeadm.cli.certs", "Commands related to handling Kubernetes certificates"),
     "kubeconfig": ("pykubeadm.cli.kubeconfig", "Kubeconfig file utilities"),
-    "config": ("pykubeadm.cli.config", "Manage configuration for a kubeadm cluster persisted in a ConfigMap in the cluster"),
+    "config": (
+        "pykubeadm.cli.config",
+        "Manage configuration for a kubeadm cluster persisted in a ConfigMap in the cluster",
+    ),
     "version": ("pykubeadm.cli.version", "Print the version of kubeadm"),
     "lab": ("pykubeadm.cli.lab", "Run a local multi-node cluster on loopback addresses"),
     "component": ("pykubeadm.cli.component", "Run a built-in Kubernetes component (kube-apiserver, kubelet, ...)"),

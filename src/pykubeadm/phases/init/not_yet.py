@@ -9,7 +9,9 @@ from pykubeadm.workflow import Phase
 __all__ = ["pending"]
 
 
-def pending(name: str, short: str, issue: str = "issue 8", children: tuple[Phase[InitData], ...] = ()) -> Phase[InitData]:
+def pending(
+    name: str, short: str, issue: str = "issue 8", children: tuple[Phase[InitData], ...] = ()
+) -> Phase[InitData]:
     def run(data: InitData) -> None:
         if data.dry_run:
             data.out(f"[dryrun] Would run phase {name!r}")
