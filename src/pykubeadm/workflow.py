@@ -175,7 +175,7 @@ class Runner(Generic[C]):
             flags = set(p.inherit_flags)
             for child in children:  # a parent accepts its children's flags, like kubeadm's "all"
                 flags |= set(child.inherit_flags)
-            for flag in sorted(flags, reverse=True):
+            for flag in sorted(flags):
                 cmd = options(flag)(cmd)
             return cmd
 

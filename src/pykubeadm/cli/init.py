@@ -1,0 +1,105 @@
+"""`pykubeadm init` and `pykubeadm init phase …`: flags → defaulted, validated config → the init phase runner.
+
+The CLI only wires flags: it loads the configuration (`pykubeadm.api.load_init_config`), builds the run data once
+(`InitData`), and hands it to the runner over the phase tree of `pykubeadm.phases.init`. In dry-run the data's layout
+points at a temporary directory, so nothing under the node's root is touched.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pykubeadm import constants as c
+from pykubeadm.api import load_init_config
+from pykubeadm.cli.main import CliState
+from pykubeadm.layout import Layout
+from pykubeadm.options import INIT_FLAGS, apply_options, flags_from_click, option
+from pykubeadm.phases.init import InitData, init_phases
+from pykubeadm.workflow import Runner
+
+__all__ = ["build_init_data", "command"]
+
+
+def build_init_data(state: CliState, flags: dict[str, Any], out: Any = click.echo) -> InitData:
+    """The run data of `init` from the flags the user set (kubeadm flag name → value)."""
+    config_file = flags.get("config")
+    cfg = load_init_config(Path(config_file) if config_file else None, flags)
+    real = Layout(root=state.root_dir, cert_dir=cfg.cluster.certificates_dir)
+    dry_run = bool(flags.get("dry-run")) or cfg.init.dry_run
+    layout = real
+    if dry_run:
+        tmp = os.environ.get(c.DRYRUN_DIR_ENV["init"]) or tempfile.mkdtemp(prefix="kubeadm-init-dryrun")
+        layout = Layout(root=Path(tmp), cert_dir=cfg.cluster.certificates_dir)
+        out(f"[dryrun] Using a temporary directory instead of the node's root: {tmp}")
+    patches = flags.get("patches") or (cfg.init.patches.directory if cfg.init.patches else "")
+    ignore = {
+        e.lower()
+        for e in [*flags.get("ignore-preflight-errors", ()), *cfg.init.node_registration.ignore_preflight_errors]
+    }
+    return InitData(
+        cfg=cfg,
+        layout=layout,
+        real_layout=real,
+        out=out,
+        dry_run=dry_run,
+        ignore_preflight_errors=frozenset(ignore),
+        skip_token_print=bool(flags.get("skip-token-print")),
+        upload_certs=bool(flags.get("upload-certs")),
+        skip_certificate_key_print=bool(flags.get("skip-certificate-key-print")),
+        patches_dir=Path(patches) if patches else None,
+    )
+
+
+def _runner(state: CliState, flags: dict[str, Any]) -> Runner[InitData]:
+    def build() -> InitData:
+        data = build_init_data(state, flags)
+        data.out(f"[init] Using Kubernetes version: {data.cfg.cluster.kubernetes_version}")
+        return data
+
+    return Runner(init_phases(), build)
+
+
+def _invoke_phase(runner: Runner[InitData], path: str, params: dict[str, Any]) -> None:
+    ctx = click.get_current_context()
+    state = ctx.find_object(CliState)
+    assert state is not None
+    flags = flags_from_click(params, ctx)
+    phase_runner = Runner(runner.phases, lambda: build_init_data(state, flags))
+    phase_runner.run_phase(path)
+
+
+_HELP_HEAD = "Run this command in order to set up the Kubernetes control plane"
+
+
+class _InitGroup(click.Group):
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_paragraph()
+        formatter.write_text(_HELP_HEAD)
+        formatter.write_paragraph()
+        formatter.write_text('The "init" command executes the following phases:')
+        with formatter.indentation():
+            formatter.write("```\n" + Runner(init_phases(), lambda: None).help_block() + "\n```\n")
+
+
+@click.group(cls=_InitGroup, name="init", invoke_without_command=True, help=_HELP_HEAD)
+@apply_options(INIT_FLAGS)
+@click.pass_context
+def command(ctx: click.Context, **params: Any) -> None:
+    if ctx.invoked_subcommand is not None:
+        return
+    state = ctx.find_object(CliState)
+    assert state is not None
+    flags = flags_from_click(params, ctx)
+    runner = _runner(state, flags)
+    skip = list(flags.get("skip-phases", ()))
+    if not skip:
+        skip = list(runner.data.cfg.init.skip_phases)
+    runner.run(skip)
+
+
+command.add_command(Runner(init_phases(), lambda: None).phase_commands(option, _invoke_phase))

@@ -1,0 +1,147 @@
+"""Starting and stopping the node's kubelet: systemd's kubelet.service in host mode, our kubelet as a daemon otherwise.
+
+Host mode (root dir "/" and a kubelet unit known to systemd) does what kubeadm does: `systemctl stop kubelet` before
+the files are written, `systemctl start kubelet` after. Built-in mode starts `pykubeadm component kubelet` with the
+flags the systemd drop-in (10-kubeadm.conf) would pass — bootstrap/kubeconfig, --config, and KUBELET_KUBEADM_ARGS from
+kubeadm-flags.env — in its own session, with a pid file and a log file under the node's root, so `reset` can stop it
+(by pid, after checking the process really is this node's kubelet; never by name).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pykubeadm import constants as c
+from pykubeadm.layout import Layout
+from pykubeadm.util.fs import ensure_dir
+
+__all__ = ["kubelet_command", "kubelet_pid", "start_kubelet", "stop_kubelet", "uses_systemd"]
+
+
+def uses_systemd(layout: Layout) -> bool:
+    """True on a real node: root dir "/" and systemd knows a kubelet unit."""
+    if str(layout.root) != "/" or shutil.which("systemctl") is None:
+        return False
+    res = subprocess.run(
+        ["systemctl", "list-unit-files", "kubelet.service", "--no-legend"], capture_output=True, text=True, check=False
+    )
+    return res.returncode == 0 and "kubelet.service" in res.stdout
+
+
+def _env_file_args(layout: Layout) -> list[str]:
+    path = layout.kubelet_env_file
+    if not path.is_file():
+        return []
+    for line in path.read_text().splitlines():
+        name, _, value = line.partition("=")
+        if name.strip() == c.KUBELET_ENV_VARIABLE:
+            return shlex.split(value.strip().strip('"'))
+    return []
+
+
+def kubelet_command(layout: Layout) -> list[str]:
+    """The built-in kubelet's command line, as systemd's 10-kubeadm.conf drop-in would assemble it."""
+    return [
+        sys.executable,
+        "-m",
+        "pykubeadm",
+        "--root-dir",
+        str(layout.root),
+        "component",
+        "kubelet",
+        f"--bootstrap-kubeconfig={c.KUBERNETES_DIR}/{c.KUBELET_BOOTSTRAP_KUBECONFIG_FILE}",
+        f"--kubeconfig={c.KUBERNETES_DIR}/{c.KUBELET_KUBECONFIG_FILE}",
+        f"--config={c.KUBELET_RUN_DIR}/{c.KUBELET_CONFIG_FILE}",
+        *_env_file_args(layout),
+    ]
+
+
+def _is_our_kubelet(pid: int, layout: Layout) -> bool:
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    text = [a.decode(errors="replace") for a in args]
+    return "component" in text and "kubelet" in text and str(layout.root) in text
+
+
+def kubelet_pid(layout: Layout) -> int | None:
+    """The pid of this node's running built-in kubelet, or None."""
+    try:
+        pid = int(layout.kubelet_pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if _is_our_kubelet(pid, layout) else None
+
+
+def start_kubelet(layout: Layout) -> str:
+    """(Re)start the kubelet; returns how ("systemd" or "pid N")."""
+    if uses_systemd(layout):
+        subprocess.run(["systemctl", "daemon-reload"], check=False)
+        subprocess.run(["systemctl", "restart", "kubelet"], check=True)
+        return "systemd"
+    stop_kubelet(layout)
+    ensure_dir(layout.run_dir, c.PRIVATE_DIR_MODE)
+    ensure_dir(layout.kubelet_log_file.parent)
+    log = open(layout.kubelet_log_file, "ab")  # noqa: SIM115 - handed to the child
+    try:
+        proc = subprocess.Popen(
+            kubelet_command(layout),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, c.ROOT_DIR_ENV: str(layout.root)},
+        )
+    finally:
+        log.close()
+    layout.kubelet_pid_file.write_text(f"{proc.pid}\n")
+    return f"pid {proc.pid}"
+
+
+def stop_kubelet(layout: Layout, timeout: float = 15.0) -> bool:
+    """Stop the kubelet and the static Pods it runs (its process group); True if one was running."""
+    if uses_systemd(layout):
+        subprocess.run(["systemctl", "stop", "kubelet"], check=False)
+        return True
+    pid = kubelet_pid(layout)
+    if pid is None:
+        with contextlib.suppress(FileNotFoundError):
+            layout.kubelet_pid_file.unlink()
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    if _alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(FileNotFoundError):
+        layout.kubelet_pid_file.unlink()
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie child of ours counts as gone.
+    with contextlib.suppress(ChildProcessError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"

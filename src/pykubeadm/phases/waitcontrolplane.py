@@ -1,0 +1,99 @@
+"""Waiting for the kubelet and the control-plane components to be healthy (kubeadm's wait-control-plane, 1.33 shape).
+
+The kubelet is checked at http://<healthzBindAddress>:<healthzPort>/healthz; each control-plane component at the URL its
+static Pod manifest's probe names (scheme, host, port, path), as kubeadm derives them. Certificates are not verified
+(kubeadm's check does the same); a failure names the component and its last error.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2 as httpx
+import yaml
+
+from pykubeadm.errors import KubeadmError
+
+__all__ = ["ComponentCheck", "component_checks", "wait_healthy"]
+
+
+@dataclass(frozen=True)
+class ComponentCheck:
+    name: str
+    url: str
+
+
+def _probe_url(manifest: Path, default_path: str) -> str:
+    pod = yaml.safe_load(manifest.read_text())
+    container = pod["spec"]["containers"][0]
+    probe = container.get("startupProbe") or container.get("livenessProbe") or {}
+    get = probe.get("httpGet") or {}
+    host = get.get("host") or "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    scheme = (get.get("scheme") or "HTTPS").lower()
+    return f"{scheme}://{host}:{get.get('port')}{default_path}"
+
+
+def component_checks(manifests: dict[str, Path]) -> list[ComponentCheck]:
+    """The 1.33 checks: kube-apiserver /livez, kube-controller-manager /healthz, kube-scheduler /livez."""
+    paths = {"kube-apiserver": "/livez", "kube-controller-manager": "/healthz", "kube-scheduler": "/livez"}
+    return [ComponentCheck(name, _probe_url(manifests[name], paths[name])) for name in paths if name in manifests]
+
+
+def _check_once(url: str, timeout: float = 2.0) -> str | None:
+    """None when healthy, else the error text."""
+    try:
+        r = httpx.get(url, verify=False, timeout=timeout)
+    except httpx.HTTPError as err:
+        return f'Get "{url}": {err}'
+    if r.status_code != 200:
+        return f"{url} returned HTTP {r.status_code}: {r.text.strip()[:200]}"
+    return None
+
+
+def wait_healthy(
+    checks: list[ComponentCheck],
+    timeout: float,
+    report: Callable[[str], None],
+    prefix: str = "[control-plane-check]",
+    interval: float = 0.2,
+) -> None:
+    """Poll every check concurrently until healthy; report "<name> is healthy after <dur>" in completion order."""
+    start = time.monotonic()
+
+    def one(check: ComponentCheck) -> tuple[ComponentCheck, float]:
+        last: str | None = "not checked"
+        while time.monotonic() - start < timeout:
+            last = _check_once(check.url)
+            if last is None:
+                return check, time.monotonic() - start
+            time.sleep(interval)
+        raise KubeadmError(f"{check.name} check failed at {check.url}: {last}")
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(checks))) as pool:
+        futures = [pool.submit(one, chk) for chk in checks]
+        errors = []
+        for fut in concurrent.futures.as_completed(futures):
+            try:
+                check, took = fut.result()
+            except KubeadmError as err:
+                errors.append(str(err))
+                continue
+            report(f"{prefix} {check.name} is healthy after {format_seconds(took)}")
+        if errors:
+            raise KubeadmError("; ".join(sorted(errors)))
+
+
+def format_seconds(seconds: float) -> str:
+    """A Go-like duration for messages: 512.345ms, 1.234s, 1m2.5s."""
+    if seconds < 1:
+        return f"{seconds * 1000:.6g}ms"
+    if seconds < 60:
+        return f"{seconds:.9g}s"
+    m, s = divmod(seconds, 60)
+    return f"{int(m)}m{s:.9g}s"
