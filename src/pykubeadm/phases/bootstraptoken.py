@@ -9,11 +9,10 @@ from __future__ import annotations
 import base64
 from datetime import UTC, datetime, timedelta
 
-import yaml
-
 from pykubeadm import constants as c
 from pykubeadm.bootstrap import secret as bts
 from pykubeadm.bootstrap.token import parse_token
+from pykubeadm.kubeconfig.config import dump_kubeconfig
 from pykubeadm.phases import objects as o
 from pykubeadm.phases.objects import Obj
 
@@ -87,7 +86,7 @@ def cluster_info_kubeconfig(server: str, ca_pem: bytes) -> str:
         "preferences": {},
         "users": None,
     }
-    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+    return dump_kubeconfig(doc)
 
 
 def cluster_info_objects(server: str, ca_pem: bytes) -> tuple[Obj, list[Obj]]:

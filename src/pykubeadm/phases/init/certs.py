@@ -1,7 +1,205 @@
-"""init phase 'certs' (placeholder until its owner lands it)."""
+"""init phase `certs`: one sub-phase per row of pki.certlist (plus `sa` and `all`), each reusing or creating its files.
+
+Declares the phase tree and adapts the config objects to pki's explicit arguments (`pki_params`). Output matches
+kubeadm's `[certs]` lines; the certificate folder is shown as the node path (the dry-run folder in dry-run).
+"""
 
 from __future__ import annotations
 
-from pykubeadm.phases.init.not_yet import pending
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-PHASE = pending("certs", "Certificate generation", issue="issue 3")
+from pykubeadm import constants as c
+from pykubeadm.errors import CertError
+from pykubeadm.phases.init.data import InitData
+from pykubeadm.pki import certlist
+from pykubeadm.pki.certlist import CertSpec, PkiParams
+from pykubeadm.pki.create import (
+    create_ca_files,
+    create_cert_files,
+    create_service_account_key_files,
+    using_external_ca,
+    using_external_front_proxy_ca,
+)
+from pykubeadm.workflow import Phase, all_phase
+
+if TYPE_CHECKING:
+    from pykubeadm.api.v1beta4 import ClusterConfiguration, InitConfiguration
+
+__all__ = [
+    "PHASE",
+    "detect_external_ca",
+    "encryption_algorithm",
+    "pki_dir",
+    "pki_params",
+    "start_time",
+]
+
+MACRO_LONG = "This command is not meant to be run on its own. See list of available subcommands."
+
+_GENERIC_LONG = (
+    "Generate the {long}, and save them into {base}.crt and {base}.key files.{sans}\n\n"
+    "If both files already exist, kubeadm skips the generation step and existing files will be used."
+)
+_SA_LONG = (
+    f"Generate the private key for signing service account tokens along with its public key, and save them into\n"
+    f"{c.SERVICE_ACCOUNT_PRIVATE_KEY_NAME} and {c.SERVICE_ACCOUNT_PUBLIC_KEY_NAME} files.\n\n"
+    "If both files already exist, kubeadm skips the generation step and existing files will be used."
+)
+
+
+# --- config → explicit arguments ---------------------------------------------------------------------------------------
+
+
+def encryption_algorithm(cluster: ClusterConfiguration) -> str:
+    """ClusterConfiguration.EncryptionAlgorithmType(): the deprecated PublicKeysECDSA gate wins when set."""
+    gates = cluster.feature_gates or {}
+    if "PublicKeysECDSA" in gates:
+        return "ECDSA-P256" if gates["PublicKeysECDSA"] else "RSA-2048"
+    return cluster.encryption_algorithm or c.DEFAULT_ENCRYPTION_ALGORITHM
+
+
+def pki_params(init: InitConfiguration, cluster: ClusterConfiguration) -> PkiParams:
+    """The values certificates depend on, from a defaulted InitConfiguration + ClusterConfiguration."""
+    local = cluster.etcd.local
+    return PkiParams(
+        node_name=init.node_registration.name,
+        advertise_address=init.local_api_endpoint.advertise_address,
+        service_subnet=cluster.networking.service_subnet or c.DEFAULT_SERVICE_SUBNET,
+        dns_domain=cluster.networking.dns_domain or c.DEFAULT_DNS_DOMAIN,
+        control_plane_endpoint=cluster.control_plane_endpoint,
+        apiserver_cert_sans=tuple(cluster.api_server.cert_sans),
+        etcd_server_cert_sans=tuple(local.server_cert_sans) if local else (),
+        etcd_peer_cert_sans=tuple(local.peer_cert_sans) if local else (),
+        encryption_algorithm=encryption_algorithm(cluster),
+        certificate_validity_period=cluster.certificate_validity_period or c.CERTIFICATE_VALIDITY_PERIOD,
+        ca_certificate_validity_period=cluster.ca_certificate_validity_period or c.CA_CERTIFICATE_VALIDITY_PERIOD,
+        external_etcd=cluster.etcd.external is not None,
+    )
+
+
+def pki_dir(data: InitData) -> Path:
+    """certificatesDir where this run writes (the dry-run mirror in dry-run)."""
+    return data.layout.with_cert_dir(data.cfg.cluster.certificates_dir).pki_dir
+
+
+def _shown_pki_dir(data: InitData) -> str:
+    return str(pki_dir(data)) if data.dry_run else data.cfg.cluster.certificates_dir
+
+
+def start_time(data: InitData) -> datetime:
+    """kubeadm's process start time: one instant for every certificate of the run."""
+    t = data.state.get("start_time")
+    if not isinstance(t, datetime):
+        t = datetime.now(UTC)
+        data.state["start_time"] = t
+    return t
+
+
+def detect_external_ca(data: InitData) -> bool:
+    """Set data.state["external_ca"] / ["external_front_proxy_ca"] as kubeadm's newInitData does (once per run);
+    raises for an incomplete external CA. The init CLI may call it before running phases."""
+    if "external_ca" not in data.state:
+        d = data.real_layout.with_cert_dir(data.cfg.cluster.certificates_dir).pki_dir
+        external, problem = using_external_ca(d)
+        if external and problem:
+            raise CertError(f"invalid or incomplete external CA: {problem}")
+        fp_external, fp_problem = using_external_front_proxy_ca(d)
+        if fp_external and fp_problem:
+            raise CertError(f"invalid or incomplete external front-proxy CA: {fp_problem}")
+        data.state["external_ca"] = external
+        data.state["external_front_proxy_ca"] = fp_external
+    return bool(data.state["external_ca"])
+
+
+# --- run functions -----------------------------------------------------------------------------------------------------
+
+
+def _run_certs(data: InitData) -> None:
+    data.out(f'[certs] Using certificateDir folder "{_shown_pki_dir(data)}"')
+
+
+def _run_ca(spec: CertSpec):  # noqa: ANN202
+    def run(data: InitData) -> None:
+        if data.cfg.cluster.etcd.external is not None and spec.name == "etcd-ca":
+            data.out(f"[certs] External etcd mode: Skipping {spec.base_name} certificate authority generation")
+            return
+        create_ca_files(spec, pki_params(data.cfg.init, data.cfg.cluster), pki_dir(data), data.out, start_time(data))
+
+    return run
+
+
+def _run_cert(spec: CertSpec):  # noqa: ANN202
+    def run(data: InitData) -> None:
+        if data.cfg.cluster.etcd.external is not None and spec.ca_name == "etcd-ca":
+            data.out(f"[certs] External etcd mode: Skipping {spec.base_name} certificate generation")
+            return
+        create_cert_files(spec, pki_params(data.cfg.init, data.cfg.cluster), pki_dir(data), data.out, start_time(data))
+
+    return run
+
+
+def _run_sa(data: InitData) -> None:
+    if detect_external_ca(data):
+        data.out("[certs] Using existing sa keys")
+        return
+    create_service_account_key_files(pki_dir(data), encryption_algorithm(data.cfg.cluster), data.out)
+
+
+# --- declaration -------------------------------------------------------------------------------------------------------
+
+_BASE_FLAGS = ("cert-dir", "config", "kubernetes-version", "dry-run")
+_APISERVER_FLAGS = (
+    "apiserver-advertise-address",
+    "control-plane-endpoint",
+    "apiserver-cert-extra-sans",
+    "service-dns-domain",
+    "service-cidr",
+)
+
+
+def _flags(name: str) -> tuple[str, ...]:
+    return _BASE_FLAGS + (_APISERVER_FLAGS if name in ("all", "apiserver") else ())
+
+
+def _san_description(spec: CertSpec) -> str:
+    """ "\n\nDefault SANs are ..." from a default config with advertise address 127.0.0.1, as kubeadm's help shows."""
+    if not spec.mutators or spec.is_ca:
+        return ""
+    params = PkiParams(node_name="", advertise_address="127.0.0.1")
+    try:
+        cfg = certlist.cert_config(spec, params, datetime.now(UTC), warn=lambda _m: None)
+    except CertError:
+        return ""
+    sans = [d for d in cfg.alt_names.dns_names if d] + [str(ip) for ip in cfg.alt_names.ips]
+    return "\n\nDefault SANs are " + ", ".join(sans) if sans else ""
+
+
+def _sub_phase(spec: CertSpec) -> Phase[InitData]:
+    return Phase(
+        name=spec.name,
+        short=f"Generate the {spec.long_name}",
+        long=_GENERIC_LONG.format(long=spec.long_name, base=spec.base_name, sans=_san_description(spec)),
+        run=_run_ca(spec) if spec.is_ca else _run_cert(spec),
+        inherit_flags=_flags(spec.name),
+    )
+
+
+PHASE: Phase[InitData] = Phase(
+    name="certs",
+    short="Certificate generation",
+    long=MACRO_LONG,
+    run=_run_certs,
+    children=(
+        all_phase("Generate all certificates", _flags("all")),
+        *(_sub_phase(s) for s in certlist.CERT_LIST),
+        Phase(
+            name="sa",
+            short="Generate a " + certlist.SA_LONG_NAME,
+            long=_SA_LONG,
+            run=_run_sa,
+            inherit_flags=("cert-dir", "dry-run"),
+        ),
+    ),
+)

@@ -1,7 +1,61 @@
-"""init phase 'kubelet-start' (placeholder until its owner lands it)."""
+"""init phase `kubelet-start`: write the kubelet's files (kubeadm-flags.env, config.yaml) and (re)start the kubelet.
+
+Writing is `write_init_kubelet_files` (join has its own adapter over `phases.kubelet.write_kubelet_files`); starting the
+kubelet lands with issue 8, so for now the phase says so after writing.
+"""
 
 from __future__ import annotations
 
-from pykubeadm.phases.init.not_yet import pending
+from pykubeadm.api import features
+from pykubeadm.manifests.images import pause_image
+from pykubeadm.phases.init._common import patch_manager
+from pykubeadm.phases.init.data import InitData
+from pykubeadm.phases.kubelet import KubeletFiles, write_kubelet_files
+from pykubeadm.workflow import Phase
 
-PHASE = pending("kubelet-start", "Write kubelet settings and (re)start the kubelet", issue="issue 3")
+__all__ = ["PHASE", "write_init_kubelet_files"]
+
+_FLAGS = ("config", "cri-socket", "dry-run", "image-repository", "node-name", "patches")
+
+
+def write_init_kubelet_files(data: InitData, hostname: str | None = None) -> KubeletFiles:
+    """The files kubeadm init writes for the kubelet (no --register-with-taints: mark-control-plane sets taints)."""
+    cfg = data.cfg
+    reg = cfg.init.node_registration
+    return write_kubelet_files(
+        data.layout,
+        kubelet_config=cfg.kubelet,
+        cri_socket=reg.cri_socket,
+        pause_image=pause_image(cfg.cluster.image_repository),
+        node_name=reg.name,
+        kubelet_extra_args=reg.kubelet_extra_args,
+        taints=reg.taints,
+        register_taints=False,
+        feature_gates={"NodeLocalCRISocket": features.enabled(cfg.cluster.feature_gates, "NodeLocalCRISocket")},
+        patches=patch_manager(data),
+        hostname=hostname,
+        out=data.out,
+        shown_root=data.dry_run,
+    )
+
+
+def _run(data: InitData) -> None:
+    if data.dry_run:
+        data.out("[kubelet-start] Would stop the kubelet")
+    write_init_kubelet_files(data)
+    if data.dry_run:
+        data.out("[kubelet-start] Would start the kubelet")
+    else:
+        data.out("[kubelet-start] Starting the kubelet is not implemented yet (issue 8); the kubelet files are written")
+
+
+PHASE: Phase[InitData] = Phase(
+    name="kubelet-start",
+    short="Write kubelet settings and (re)start the kubelet",
+    long="Write a file with KubeletConfiguration and an environment file with node specific kubelet settings, "
+    "and then (re)start kubelet.",
+    run=_run,
+    inherit_flags=_FLAGS,
+    example="  # Writes a dynamic environment file with kubelet flags from a InitConfiguration file.\n"
+    "  kubeadm init phase kubelet-start --config config.yaml",
+)

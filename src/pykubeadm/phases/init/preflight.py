@@ -1,7 +1,148 @@
-"""init phase 'preflight' (placeholder until its owner lands it)."""
+"""init phase `preflight`: kubeadm's init checks (root check first, then RunInitNodeChecks), then image pulls.
+
+Host mode (root dir "/": a real kubelet and container runtime) runs kubeadm's full list; a node under `--root-dir`
+(built-in mode) skips the root check and the container-runtime checks (see `preflight.nodechecks`). Image pulls need a
+CRI: in host mode they go through `crictl`; built-in nodes run programs, not images, so there is nothing to pull.
+"""
 
 from __future__ import annotations
 
-from pykubeadm.phases.init.not_yet import pending
+import sys
+from pathlib import Path
 
-PHASE = pending("preflight", "Run pre-flight checks", issue="issue 3")
+from pykubeadm.manifests.images import etcd_image, kubernetes_image, pause_image
+from pykubeadm.phases.init.data import InitData
+from pykubeadm.preflight import Host, InitCheckParams, RealHost, init_node_checks, root_check, run_checks
+from pykubeadm.preflight.checks import Result
+from pykubeadm.workflow import Phase
+
+__all__ = ["PHASE", "host_runtime", "init_check_params", "pull_images"]
+
+_FLAGS = (
+    "apiserver-advertise-address",
+    "apiserver-bind-port",
+    "config",
+    "cri-socket",
+    "dry-run",
+    "ignore-preflight-errors",
+    "image-repository",
+    "kubernetes-version",
+    "node-name",
+    "pod-network-cidr",
+    "service-cidr",
+)
+
+#: The host adapter preflight reads (tests replace it with a FakeHost through `data.state["preflight_host"]`).
+_HOST_KEY = "preflight_host"
+
+
+def host_runtime(data: InitData) -> bool:
+    """Host mode: the node's root is the machine's "/" (a real kubelet and runtime); else built-in mode."""
+    return data.real_layout.root == Path("/")
+
+
+def _host(data: InitData) -> Host:
+    h = data.state.get(_HOST_KEY)
+    return h if h is not None else RealHost()  # type: ignore[return-value]
+
+
+def init_check_params(data: InitData) -> InitCheckParams:
+    cfg = data.cfg
+    cluster, init = cfg.cluster, cfg.init
+    ext = cluster.etcd.external
+    return InitCheckParams(
+        layout=data.real_layout,
+        advertise_address=init.local_api_endpoint.advertise_address,
+        node_name=init.node_registration.name,
+        bind_port=init.local_api_endpoint.bind_port,
+        kubernetes_version=cluster.kubernetes_version,
+        service_subnet=cluster.networking.service_subnet,
+        pod_subnet=cluster.networking.pod_subnet,
+        cri_socket=init.node_registration.cri_socket,
+        etcd_data_dir=cluster.etcd.local.data_dir if ext is None and cluster.etcd.local is not None else None,
+        external_etcd_files=(ext.ca_file, ext.cert_file, ext.key_file) if ext is not None else (),
+        host_runtime=host_runtime(data),
+    )
+
+
+def _images(data: InitData) -> list[str]:
+    cluster = data.cfg.cluster
+    repo, version = cluster.image_repository, cluster.kubernetes_version
+    images = [
+        kubernetes_image(n, repo, version) for n in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+    ]
+    if not cluster.proxy.disabled:
+        images.append(kubernetes_image("kube-proxy", repo, version))
+    if not cluster.dns.disabled:
+        from pykubeadm.api.images import coredns_image
+
+        images.append(coredns_image(cluster))
+    images.append(pause_image(repo))
+    if cluster.etcd.external is None:
+        local = cluster.etcd.local
+        images.append(
+            etcd_image(repo, version, local.image_repository if local else "", local.image_tag if local else "")
+        )
+    return images
+
+
+class _ImagePullCheck:
+    """kubeadm's ImagePullCheck through crictl (respecting imagePullPolicy)."""
+
+    def __init__(self, host: Host, cri_socket: str, image: str, policy: str):
+        self.host, self.cri_socket, self.image, self.policy = host, cri_socket, image, policy
+
+    def name(self) -> str:
+        return "ImagePull"
+
+    def check(self) -> Result:
+        endpoint = ["crictl", "--runtime-endpoint", self.cri_socket]
+        if self.policy != "Always":
+            code, _ = self.host.run([*endpoint, "inspecti", self.image])
+            if code == 0:
+                return [], []
+            if self.policy == "Never":
+                return [], [f"image {self.image} does not exist and the pull policy is Never"]
+        code, out = self.host.run([*endpoint, "pull", self.image])
+        if code != 0:
+            return [], [f"failed to pull image {self.image}: {out.strip()}"]
+        return [], []
+
+
+def pull_images(data: InitData, host: Host) -> None:
+    if data.dry_run:
+        data.out("[preflight] Would pull the required images (like 'kubeadm config images pull')")
+        return
+    if not host_runtime(data):
+        return
+    data.out("[preflight] Pulling images required for setting up a Kubernetes cluster")
+    data.out("[preflight] This might take a minute or two, depending on the speed of your internet connection")
+    data.out("[preflight] You can also perform this action beforehand using 'kubeadm config images pull'")
+    reg = data.cfg.init.node_registration
+    checks = [_ImagePullCheck(host, reg.cri_socket, img, reg.image_pull_policy) for img in _images(data)]
+    run_checks(checks, data.ignore_preflight_errors, _writer(data))
+
+
+def _writer(data: InitData):  # type: ignore[no-untyped-def]
+    return data.state.get("preflight_writer") or (lambda line: (sys.stderr.write(line), sys.stderr.flush()))
+
+
+def _run(data: InitData) -> None:
+    host = _host(data)
+    data.out("[preflight] Running pre-flight checks")
+    write = _writer(data)
+    if host_runtime(data):
+        run_checks(root_check(host), data.ignore_preflight_errors, write)
+    run_checks(init_node_checks(host, init_check_params(data)), data.ignore_preflight_errors, write)
+    pull_images(data, host)
+
+
+PHASE: Phase[InitData] = Phase(
+    name="preflight",
+    short="Run pre-flight checks",
+    long="Run pre-flight checks for kubeadm init.",
+    run=_run,
+    inherit_flags=_FLAGS,
+    example="  # Run pre-flight checks for kubeadm init using a config file.\n"
+    "  kubeadm init phase preflight --config kubeadm-config.yaml",
+)

@@ -1,0 +1,75 @@
+"""init phase `wait-control-plane`: the kubelet's healthz, then each control-plane component's health endpoint."""
+
+from __future__ import annotations
+
+from pykubeadm import constants as c
+from pykubeadm.api import format_duration
+from pykubeadm.errors import KubeadmError
+from pykubeadm.phases.init.data import InitData
+from pykubeadm.phases.waitcontrolplane import ComponentCheck, component_checks, wait_healthy
+from pykubeadm.workflow import Phase
+
+__all__ = ["PHASE"]
+
+_KUBELET_HELP = """Unfortunately, an error has occurred, likely caused by:
+	- The kubelet is not running
+	- The kubelet is unhealthy due to a misconfiguration of the node in some way (required cgroups disabled)
+
+If you are on a systemd-powered system, you can try to troubleshoot the error with the following commands:
+	- 'systemctl status kubelet'
+	- 'journalctl -xeu kubelet'
+With the built-in kubelet, its log is {log}"""
+
+_CONTROL_PLANE_HELP = """A control plane component may have crashed or exited when started by the kubelet.
+With the built-in kubelet, each static Pod's log is under {logs}"""
+
+
+def _kubelet_url(data: InitData) -> str:
+    host = data.cfg.kubelet.get("healthzBindAddress") or "127.0.0.1"
+    port = data.cfg.kubelet.get("healthzPort") or c.KUBELET_HEALTHZ_PORT
+    return f"http://{host}:{port}/healthz"
+
+
+def run(data: InitData) -> None:
+    manifests = c.KUBERNETES_DIR + "/" + c.MANIFESTS_SUBDIR
+    timeouts = data.cfg.init.timeouts
+    cp_timeout = (timeouts.control_plane_component_health_check if timeouts else None) or (
+        c.CONTROL_PLANE_COMPONENT_HEALTH_CHECK_TIMEOUT
+    )
+    kubelet_timeout = (timeouts.kubelet_health_check if timeouts else None) or c.KUBELET_HEALTH_CHECK_TIMEOUT
+    if data.dry_run:
+        data.out("[dryrun] Would wait for the kubelet and the control plane to become healthy")
+        return
+    data.out(
+        f"[wait-control-plane] Waiting for the kubelet to boot up the control plane as static Pods from directory "
+        f'"{manifests}"'
+    )
+    url = _kubelet_url(data)
+    data.out(
+        f"[kubelet-check] Waiting for a healthy kubelet at {url}. This can take up to {format_duration(kubelet_timeout)}"
+    )
+    try:
+        wait_healthy([ComponentCheck("kubelet", url)], kubelet_timeout.total_seconds(), data.out, "[kubelet-check]")
+    except KubeadmError as err:
+        raise KubeadmError(f"{err}\n\n{_KUBELET_HELP.format(log=data.real_layout.kubelet_log_file)}") from err
+    names = {n: data.layout.manifest(n) for n in c.CONTROL_PLANE_COMPONENTS if data.layout.manifest(n).exists()}
+    checks = component_checks(names)
+    data.out(
+        "[control-plane-check] Waiting for healthy control plane components. This can take up to "
+        f"{format_duration(cp_timeout)}"
+    )
+    for check in checks:
+        data.out(f"[control-plane-check] Checking {check.name} at {check.url}")
+    try:
+        wait_healthy(checks, cp_timeout.total_seconds(), data.out)
+    except KubeadmError as err:
+        help_text = _CONTROL_PLANE_HELP.format(logs=data.real_layout.pod_log_dir)
+        raise KubeadmError(f"{err}\n\n{help_text}") from err
+
+
+PHASE: Phase[InitData] = Phase(
+    name="wait-control-plane",
+    short="Wait for the control plane to start",
+    run=run,
+    inherit_flags=("config", "dry-run"),
+)
