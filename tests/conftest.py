@@ -1,0 +1,35 @@
+"""Shared fixtures: running the real `pykubeadm` command in a subprocess against a node root under tmp_path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+OFFLINE_SKIP = (
+    "wait-control-plane,upload-config,upload-certs,mark-control-plane,bootstrap-token,kubelet-finalize,addon,"
+    "show-join-command"
+)
+
+
+def run_pykubeadm(
+    *args: str, root: Path | None = None, check: bool = False, env: dict | None = None, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "pykubeadm"]
+    if root is not None:
+        cmd += ["--root-dir", str(root)]
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("PYKUBEADM_ROOT_DIR", None)
+    res = subprocess.run([*cmd, *args], capture_output=True, text=True, env=full_env, input=input, timeout=120)
+    if check and res.returncode != 0:
+        raise AssertionError(f"pykubeadm {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
+    return res
+
+
+@pytest.fixture
+def pykubeadm() -> Callable[..., subprocess.CompletedProcess[str]]:
+    return run_pykubeadm
