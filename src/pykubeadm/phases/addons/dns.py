@@ -6,7 +6,7 @@ from pykubeadm import constants as c
 from pykubeadm.phases import objects as o
 from pykubeadm.phases.objects import Obj
 
-__all__ = ["coredns_image", "corefile", "dns_objects"]
+__all__ = ["corefile", "dns_objects"]
 
 _K8S_APP = {"k8s-app": "kube-dns"}
 
@@ -36,12 +36,6 @@ def corefile(dns_domain: str) -> str:
     loadbalance
 }}
 """
-
-
-def coredns_image(image_repository: str, dns_repository: str = "", dns_tag: str = "") -> str:
-    repo = dns_repository or image_repository
-    name = "coredns/coredns" if repo == c.DEFAULT_IMAGE_REPOSITORY else "coredns"
-    return f"{repo}/{name}:{dns_tag or c.COREDNS_VERSION}"
 
 
 def _deployment(image: str) -> Obj:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pykubeadm.api import control_plane_endpoint_url, dns_service_ip
+from pykubeadm.api.images import coredns_image
 from pykubeadm.api.yamlio import dump_yaml
-from pykubeadm.phases.addons.dns import coredns_image, dns_objects
+from pykubeadm.phases.addons.dns import dns_objects
 from pykubeadm.phases.addons.proxy import proxy_objects
 from pykubeadm.phases.init.cluster import apply
 from pykubeadm.phases.init.data import InitData
@@ -17,7 +18,7 @@ def run_coredns(data: InitData) -> None:
     cluster = data.cfg.cluster
     if cluster.dns.disabled:
         return
-    image = coredns_image(cluster.image_repository, cluster.dns.image_repository, cluster.dns.image_tag)
+    image = coredns_image(cluster)
     cm, rest = dns_objects(dns_domain=cluster.networking.dns_domain, cluster_ip=dns_service_ip(cluster), image=image)
     apply(data, [cm], retain=True)
     apply(data, rest)

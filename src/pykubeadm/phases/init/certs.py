@@ -22,6 +22,7 @@ from pykubeadm.pki.create import (
     using_external_ca,
     using_external_front_proxy_ca,
 )
+from pykubeadm.pki.keys import KeyPool, PrivateKey
 from pykubeadm.workflow import Phase, all_phase
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ __all__ = [
     "encryption_algorithm",
     "pki_dir",
     "pki_params",
+    "start_key_pool",
     "start_time",
 ]
 
@@ -116,26 +118,61 @@ def detect_external_ca(data: InitData) -> bool:
 # --- run functions -----------------------------------------------------------------------------------------------------
 
 
+def _pool_key(data: InitData, algorithm: str) -> PrivateKey | None:
+    pool = data.state.get("key_pool")
+    return pool.take(algorithm) if isinstance(pool, KeyPool) else None
+
+
+def start_key_pool(data: InitData, algorithm: str, count: int) -> None:
+    """Pre-generate `count` RSA keys on two threads for the files about to be written (ECDSA keys are instant)."""
+    old = data.state.pop("key_pool", None)
+    if isinstance(old, KeyPool):
+        old.close()
+    if count > 0 and algorithm.startswith("RSA"):
+        data.state["key_pool"] = KeyPool(algorithm, count)
+
+
+def _missing_cert_keys(data: InitData) -> int:
+    d = pki_dir(data)
+    external_etcd = data.cfg.cluster.etcd.external is not None
+    n = sum(1 for s in certlist.cert_list(external_etcd) if not (d / f"{s.base_name}.crt").exists())
+    if data.external_ca:
+        n = 0
+    return n + (0 if (d / c.SERVICE_ACCOUNT_PRIVATE_KEY_NAME).exists() or data.external_ca else 1)
+
+
 def _run_certs(data: InitData) -> None:
+    detect_external_ca(data)
     data.out(f'[certs] Using certificateDir folder "{_shown_pki_dir(data)}"')
+    start_key_pool(data, encryption_algorithm(data.cfg.cluster), _missing_cert_keys(data))
 
 
-def _run_ca(spec: CertSpec):  # noqa: ANN202
+def _run_ca(spec: CertSpec):
     def run(data: InitData) -> None:
         if data.cfg.cluster.etcd.external is not None and spec.name == "etcd-ca":
             data.out(f"[certs] External etcd mode: Skipping {spec.base_name} certificate authority generation")
             return
-        create_ca_files(spec, pki_params(data.cfg.init, data.cfg.cluster), pki_dir(data), data.out, start_time(data))
+        detect_external_ca(data)
+        params = pki_params(data.cfg.init, data.cfg.cluster)
+        key = None
+        if not (pki_dir(data) / f"{spec.base_name}.crt").exists():
+            key = _pool_key(data, params.encryption_algorithm)
+        create_ca_files(spec, params, pki_dir(data), data.out, start_time(data), key)
 
     return run
 
 
-def _run_cert(spec: CertSpec):  # noqa: ANN202
+def _run_cert(spec: CertSpec):
     def run(data: InitData) -> None:
         if data.cfg.cluster.etcd.external is not None and spec.ca_name == "etcd-ca":
             data.out(f"[certs] External etcd mode: Skipping {spec.base_name} certificate generation")
             return
-        create_cert_files(spec, pki_params(data.cfg.init, data.cfg.cluster), pki_dir(data), data.out, start_time(data))
+        detect_external_ca(data)
+        params = pki_params(data.cfg.init, data.cfg.cluster)
+        key = None
+        if not (pki_dir(data) / f"{spec.base_name}.crt").exists():
+            key = _pool_key(data, params.encryption_algorithm)
+        create_cert_files(spec, params, pki_dir(data), data.out, start_time(data), key=key)
 
     return run
 
@@ -144,7 +181,11 @@ def _run_sa(data: InitData) -> None:
     if detect_external_ca(data):
         data.out("[certs] Using existing sa keys")
         return
-    create_service_account_key_files(pki_dir(data), encryption_algorithm(data.cfg.cluster), data.out)
+    algorithm = encryption_algorithm(data.cfg.cluster)
+    key = None
+    if not (pki_dir(data) / c.SERVICE_ACCOUNT_PRIVATE_KEY_NAME).exists():
+        key = _pool_key(data, algorithm)
+    create_service_account_key_files(pki_dir(data), algorithm, data.out, key)
 
 
 # --- declaration -------------------------------------------------------------------------------------------------------

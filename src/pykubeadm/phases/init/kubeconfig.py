@@ -14,8 +14,16 @@ from pykubeadm import constants as c
 from pykubeadm.errors import KubeconfigError
 from pykubeadm.kubeconfig.create import create_kubeconfig_file, validate_kubeconfigs_for_external_ca
 from pykubeadm.kubeconfig.specs import KUBECONFIG_LIST, KubeconfigParams, KubeconfigSpec
-from pykubeadm.phases.init.certs import MACRO_LONG, detect_external_ca, encryption_algorithm, pki_dir, start_time
+from pykubeadm.phases.init.certs import (
+    MACRO_LONG,
+    detect_external_ca,
+    encryption_algorithm,
+    pki_dir,
+    start_key_pool,
+    start_time,
+)
 from pykubeadm.phases.init.data import InitData
+from pykubeadm.pki.keys import KeyPool
 from pykubeadm.workflow import Phase, all_phase
 
 if TYPE_CHECKING:
@@ -54,9 +62,11 @@ def _shown_dir(data: InitData) -> str:
 
 def _run_kubeconfig(data: InitData) -> None:
     data.out(f'[kubeconfig] Using kubeconfig folder "{_shown_dir(data)}"')
+    missing = sum(1 for s in KUBECONFIG_LIST if not (kubeconfig_dir(data) / s.file_name).exists())
+    start_key_pool(data, encryption_algorithm(data.cfg.cluster), 0 if detect_external_ca(data) else missing)
 
 
-def _run_file(spec: KubeconfigSpec):  # noqa: ANN202
+def _run_file(spec: KubeconfigSpec):
     def run(data: InitData) -> None:
         params = kubeconfig_params(data.cfg.init, data.cfg.cluster)
         if detect_external_ca(data):
@@ -76,8 +86,12 @@ def _run_file(spec: KubeconfigSpec):  # noqa: ANN202
                         f"could not copy {spec.file_name} to dry run directory {target.parent}: {err}"
                     ) from err
             return
+        key = None
+        if not (kubeconfig_dir(data) / spec.file_name).exists():
+            pool = data.state.get("key_pool")
+            key = pool.take(params.encryption_algorithm) if isinstance(pool, KeyPool) else None
         create_kubeconfig_file(
-            spec, params, kubeconfig_dir(data), pki_dir(data), data.out, _shown_dir(data), start_time(data)
+            spec, params, kubeconfig_dir(data), pki_dir(data), data.out, _shown_dir(data), start_time(data), key=key
         )
 
     return run

@@ -8,6 +8,7 @@ CRI: in host mode they go through `crictl`; built-in nodes run programs, not ima
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from pykubeadm.manifests.images import etcd_image, kubernetes_image, pause_image
@@ -43,7 +44,7 @@ def host_runtime(data: InitData) -> bool:
 
 def _host(data: InitData) -> Host:
     h = data.state.get(_HOST_KEY)
-    return h if h is not None else RealHost()  # type: ignore[return-value]
+    return h if h is not None else RealHost()  # type: ignore[return-value]  # state holds a Host (or a FakeHost)
 
 
 def init_check_params(data: InitData) -> InitCheckParams:
@@ -123,8 +124,15 @@ def pull_images(data: InitData, host: Host) -> None:
     run_checks(checks, data.ignore_preflight_errors, _writer(data))
 
 
-def _writer(data: InitData):  # type: ignore[no-untyped-def]
-    return data.state.get("preflight_writer") or (lambda line: (sys.stderr.write(line), sys.stderr.flush()))
+def _stderr(line: str) -> None:
+    sys.stderr.write(line)
+    sys.stderr.flush()
+
+
+def _writer(data: InitData) -> Callable[[str], None]:
+    """Where warnings go: stderr, as kubeadm prints them (tests put a list's append in `data.state`)."""
+    w = data.state.get("preflight_writer")
+    return w if callable(w) else _stderr
 
 
 def _run(data: InitData) -> None:

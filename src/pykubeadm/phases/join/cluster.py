@@ -1,0 +1,132 @@
+"""What `join` learns from the cluster: discovery → TLS-bootstrap kubeconfig, its client, kubeadm-config, kubelet-config.
+
+kubeadm's joinData.TLSBootstrapCfg / InitCfg / Client: each is computed once and cached in the run data.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import yaml
+from lightkube import ApiError, Client, KubeConfig
+from lightkube.resources.core_v1 import ConfigMap
+
+from pykubeadm import constants as c
+from pykubeadm.api import ClusterConfiguration
+from pykubeadm.api.loader import load_documents
+from pykubeadm.client import sync_client
+from pykubeadm.discovery.file import discover_with_file, load_discovery_file
+from pykubeadm.discovery.token import DiscoveryError, discover_with_token
+from pykubeadm.errors import KubeadmError
+from pykubeadm.kubeconfig.config import create_basic, create_with_token
+from pykubeadm.phases.apply import retry_api_call
+from pykubeadm.phases.join.data import JoinData
+
+__all__ = ["bootstrap_client", "cluster_configuration", "kubelet_configuration", "tls_bootstrap_kubeconfig"]
+
+
+def _timeout(data: JoinData, name: str, default: timedelta) -> float:
+    t = data.cfg.timeouts
+    value = getattr(t, name, None) if t is not None else None
+    return (value or default).total_seconds()
+
+
+def tls_bootstrap_kubeconfig(data: JoinData) -> dict[str, Any]:
+    """Discover the cluster and build the kubelet's TLS-bootstrap kubeconfig (user tls-bootstrap-token-user)."""
+    cached = data.state.get("tls_bootstrap")
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    d = data.cfg.discovery
+    timeout = _timeout(data, "discovery", c.DISCOVERY_TIMEOUT)
+    if d.file is not None:
+        raw = load_discovery_file(d.file.kube_config_path, lambda p: data.real_layout.host(p).read_bytes())
+        result, user = discover_with_file(raw, d.file.kube_config_path)
+        if user and not d.tls_bootstrap_token:
+            cfg = create_basic(result.server, c.DEFAULT_CLUSTER_NAME, c.TLS_BOOTSTRAP_USER, result.ca_pem)
+            cfg["users"] = [{"name": c.TLS_BOOTSTRAP_USER, "user": user}]
+            data.state["tls_bootstrap"] = cfg
+            return cfg
+    elif d.bootstrap_token is not None:
+        bt = d.bootstrap_token
+        result = discover_with_token(
+            bt.api_server_endpoint,
+            bt.token,
+            list(bt.ca_cert_hashes),
+            unsafe_skip_ca_verification=bt.unsafe_skip_ca_verification,
+            timeout=timeout,
+            interval=min(c.DISCOVERY_RETRY_INTERVAL.total_seconds(), max(timeout / 10, 0.2)),
+            report=data.out,
+        )
+    else:
+        raise DiscoveryError("no discovery method set: pass --token/--discovery-token or --discovery-file")
+    if not d.tls_bootstrap_token:
+        raise DiscoveryError("no TLS bootstrap token: pass --token or --tls-bootstrap-token")
+    cfg = create_with_token(
+        result.server, c.DEFAULT_CLUSTER_NAME, c.TLS_BOOTSTRAP_USER, result.ca_pem, d.tls_bootstrap_token
+    )
+    data.state["tls_bootstrap"] = cfg
+    return cfg
+
+
+def bootstrap_client(data: JoinData) -> Client:
+    client = data.state.get("bootstrap_client")
+    if client is None:
+        client = sync_client(KubeConfig.from_dict(tls_bootstrap_kubeconfig(data)))
+        data.state["bootstrap_client"] = client
+    return client  # type: ignore[no-any-return]
+
+
+def _configmap(data: JoinData, name: str) -> ConfigMap:
+    client = bootstrap_client(data)
+
+    def get() -> ConfigMap:
+        return client.get(ConfigMap, name, namespace=c.NAMESPACE_SYSTEM)
+
+    try:
+        return retry_api_call(
+            get,
+            f"get the {name} ConfigMap",
+            timeout=_timeout(data, "kubernetes_api_call", c.KUBERNETES_API_CALL_TIMEOUT),
+        )
+    except KubeadmError as err:
+        raise KubeadmError(f"unable to fetch the {name} ConfigMap from the cluster: {err}") from err
+
+
+def cluster_configuration(data: JoinData) -> ClusterConfiguration:
+    """The ClusterConfiguration from kube-system/kubeadm-config (read with the bootstrap token)."""
+    cached = data.state.get("cluster_configuration")
+    if cached is None:
+        data.out('[preflight] Reading configuration from the "kubeadm-config" ConfigMap in namespace "kube-system"...')
+        data.out(
+            "[preflight] Use 'kubeadm init phase upload-config kubeadm --config your-config-file' to re-upload it."
+        )
+        cm = _configmap(data, c.KUBEADM_CONFIG_CONFIGMAP)
+        text = (cm.data or {}).get(c.CLUSTER_CONFIGURATION_CONFIGMAP_KEY, "")
+        cluster = load_documents(text).kinds.get("ClusterConfiguration")
+        if not isinstance(cluster, ClusterConfiguration):
+            raise KubeadmError("the kubeadm-config ConfigMap has no ClusterConfiguration")
+        data.state["cluster_configuration"] = cached = cluster
+    return cached  # type: ignore[no-any-return]
+
+
+def kubelet_configuration(data: JoinData) -> dict[str, Any]:
+    """The cluster-wide KubeletConfiguration from kube-system/kubelet-config."""
+    cm = _configmap(data, c.KUBELET_BASE_CONFIGMAP)
+    try:
+        cfg = yaml.safe_load((cm.data or {}).get(c.KUBELET_BASE_CONFIGMAP_KEY, ""))
+    except yaml.YAMLError as err:
+        raise KubeadmError(f"the kubelet-config ConfigMap is not valid YAML: {err}") from err
+    if not isinstance(cfg, dict):
+        raise KubeadmError("the kubelet-config ConfigMap has no KubeletConfiguration")
+    return cfg
+
+
+def node_is_ready(data: JoinData, name: str) -> bool:
+    from lightkube.resources.core_v1 import Node
+
+    try:
+        node = bootstrap_client(data).get(Node, name)
+    except ApiError:
+        return False
+    return any(cond.type == "Ready" and cond.status == "True" for cond in (node.status.conditions or []) if node.status)

@@ -1,0 +1,192 @@
+"""join phases of a new control-plane instance: control-plane-prepare, etcd-join, control-plane-join, wait-control-plane.
+
+They reuse init's phases through an InitData built from the JoinConfiguration and the cluster's ClusterConfiguration
+(as kubeadm does with its initCfg), and are no-ops for worker joins.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import PurePosixPath
+
+from lightkube.resources.core_v1 import Secret
+
+from pykubeadm import constants as c
+from pykubeadm.api import InitConfig, InitConfiguration, component_configs
+from pykubeadm.errors import KubeadmError, NotImplementedPhase
+from pykubeadm.phases.apply import retry_api_call
+from pykubeadm.phases.copycerts import decode_certificate_key, decrypt, shared_cert_files
+from pykubeadm.phases.init import certs as init_certs
+from pykubeadm.phases.init import control_plane as init_control_plane
+from pykubeadm.phases.init import kubeconfig as init_kubeconfig
+from pykubeadm.phases.init import mark_control_plane as init_mark
+from pykubeadm.phases.init import wait_control_plane as init_wait
+from pykubeadm.phases.init.data import InitData
+from pykubeadm.phases.join.cluster import bootstrap_client, cluster_configuration
+from pykubeadm.phases.join.data import JoinData
+from pykubeadm.util.fs import write_file_atomic
+from pykubeadm.workflow import Phase, Runner, all_phase
+
+__all__ = ["CONTROL_PLANE_JOIN", "CONTROL_PLANE_PREPARE", "ETCD_JOIN", "WAIT_CONTROL_PLANE", "as_init_data"]
+
+
+def as_init_data(data: JoinData) -> InitData:
+    """init's run data for this control-plane join (built once)."""
+    cached = data.state.get("init_data")
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    cluster = cluster_configuration(data)
+    if not cluster.control_plane_endpoint:
+        raise KubeadmError(
+            "unable to add a new control plane instance to a cluster that doesn't have a stable controlPlaneEndpoint "
+            "address. Please ensure that: * the cluster has a stable controlPlaneEndpoint address; * the certificates "
+            "that must be shared among control plane instances are provided."
+        )
+    cp = data.cfg.control_plane
+    assert cp is not None
+    init = InitConfiguration(
+        node_registration=data.cfg.node_registration,
+        local_api_endpoint=cp.local_api_endpoint,
+        certificate_key=cp.certificate_key,
+        patches=data.cfg.patches,
+        timeouts=data.cfg.timeouts,
+    )
+    kubelet, proxy = component_configs(init, cluster)
+    idata = InitData(
+        cfg=InitConfig(init=init, cluster=cluster, kubelet=kubelet, kube_proxy=proxy),
+        layout=data.layout.with_cert_dir(cluster.certificates_dir),
+        real_layout=data.real_layout.with_cert_dir(cluster.certificates_dir),
+        out=data.out,
+        dry_run=data.dry_run,
+        ignore_preflight_errors=data.ignore_preflight_errors,
+        patches_dir=data.patches_dir,
+    )
+    data.state["init_data"] = idata
+    return idata
+
+
+def _cp_only(data: JoinData) -> bool:
+    return data.control_plane
+
+
+def _download_certs(data: JoinData) -> None:
+    cp = data.cfg.control_plane
+    if cp is None or not cp.certificate_key:
+        data.out("[download-certs] Skipping phase. Please see --certificate-key")
+        return
+    idata = as_init_data(data)
+    key = decode_certificate_key(cp.certificate_key)
+    data.out(
+        f'[download-certs] Downloading the certificates in Secret "{c.KUBEADM_CERTS_SECRET}" in the "kube-system" Namespace'
+    )
+    client = bootstrap_client(data)
+    try:
+        secret = retry_api_call(
+            lambda: client.get(Secret, c.KUBEADM_CERTS_SECRET, namespace=c.NAMESPACE_SYSTEM),
+            "download the certificates",
+        )
+    except KubeadmError as err:
+        if "not found" in str(err).lower():
+            raise KubeadmError(
+                f'Secret "{c.KUBEADM_CERTS_SECRET}" was not found in the "kube-system" Namespace. This Secret might '
+                "have expired. Please, run `kubeadm init phase upload-certs --upload-certs` on a control plane to "
+                "generate a new one"
+            ) from err
+        raise
+    cluster = idata.cfg.cluster
+    ext = cluster.etcd.external
+    data.out(f'[download-certs] Saving the certificates to the folder: "{cluster.certificates_dir}"')
+    for f in shared_cert_files((ext.ca_file, ext.cert_file, ext.key_file) if ext else None):
+        blob = (secret.data or {}).get(f.key)
+        if blob is None:
+            continue
+        content = decrypt(base64.b64decode(blob), key)
+        node = f.path if f.path.startswith("/") else str(PurePosixPath(cluster.certificates_dir) / f.path)
+        write_file_atomic(data.layout.host(node), content, c.PRIVATE_FILE_MODE if f.private else c.CERT_FILE_MODE)
+
+
+def _run_init_phase(tree: Phase[InitData], path: str):  # type: ignore[no-untyped-def]
+    def run(data: JoinData) -> None:
+        if not data.control_plane:
+            return
+        Runner([tree], lambda: as_init_data(data)).run_phase(path)
+
+    return run
+
+
+def _kubeconfigs(data: JoinData) -> None:
+    if not data.control_plane:
+        return
+    idata = as_init_data(data)
+    runner = Runner([init_kubeconfig.PHASE], lambda: idata)
+    for name in ("admin", "controller-manager", "scheduler"):
+        runner.run_phase(f"kubeconfig/{name}")
+
+
+def _etcd_join(data: JoinData) -> None:
+    if not data.control_plane:
+        return
+    if as_init_data(data).cfg.cluster.etcd.external is not None:
+        return
+    raise NotImplementedPhase("etcd-join", "adding a member to a stacked etcd cluster")
+
+
+_CP_FLAGS = ("config", "control-plane", "certificate-key", "dry-run", "node-name", "apiserver-advertise-address")
+
+CONTROL_PLANE_PREPARE: Phase[JoinData] = Phase(
+    name="control-plane-prepare",
+    short="Prepare the machine for serving a control plane",
+    children=(
+        all_phase("Prepare the machine for serving a control plane", _CP_FLAGS),
+        Phase(
+            "download-certs",
+            "Download certificates shared among control-plane nodes from the kubeadm-certs Secret",
+            run=_download_certs,
+            run_if=_cp_only,
+            inherit_flags=_CP_FLAGS,
+        ),
+        Phase(
+            "certs",
+            "Generate the certificates for the new control plane components",
+            run=_run_init_phase(init_certs.PHASE, "certs"),
+            inherit_flags=_CP_FLAGS,
+        ),
+        Phase(
+            "kubeconfig",
+            "Generate the kubeconfig for the new control plane components",
+            run=_kubeconfigs,
+            inherit_flags=_CP_FLAGS,
+        ),
+        Phase(
+            "control-plane",
+            "Generate the manifests for the new control plane components",
+            run=_run_init_phase(init_control_plane.PHASE, "control-plane"),
+            inherit_flags=_CP_FLAGS,
+        ),
+    ),
+)
+
+ETCD_JOIN: Phase[JoinData] = Phase(
+    name="etcd-join", short="Join etcd for control plane nodes", run=_etcd_join, inherit_flags=_CP_FLAGS
+)
+
+CONTROL_PLANE_JOIN: Phase[JoinData] = Phase(
+    name="control-plane-join",
+    short="Join a machine as a control plane instance",
+    children=(
+        all_phase("Join a machine as a control plane instance", _CP_FLAGS),
+        Phase(
+            "mark-control-plane",
+            "Mark a node as a control-plane",
+            run=lambda data: _run_init_phase(init_mark.PHASE, "mark-control-plane")(data),
+            inherit_flags=_CP_FLAGS,
+        ),
+    ),
+)
+
+WAIT_CONTROL_PLANE: Phase[JoinData] = Phase(
+    name="wait-control-plane",
+    short="Wait for the control plane to start",
+    run=_run_init_phase(init_wait.PHASE, "wait-control-plane"),
+    inherit_flags=("config", "dry-run"),
+)

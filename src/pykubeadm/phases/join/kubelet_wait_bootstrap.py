@@ -1,0 +1,92 @@
+"""join phase `kubelet-wait-bootstrap`: wait for a healthy kubelet and its TLS bootstrap, then drop the bootstrap file."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import yaml
+
+from pykubeadm import constants as c
+from pykubeadm.api import format_duration
+from pykubeadm.errors import KubeadmError, KubeconfigError
+from pykubeadm.kubeconfig.config import current_user, load_kubeconfig
+from pykubeadm.phases.join.data import JoinData
+from pykubeadm.phases.waitcontrolplane import ComponentCheck, wait_healthy
+from pykubeadm.workflow import Phase
+
+__all__ = ["PHASE", "kubelet_conf_usable"]
+
+_FAIL = """Unfortunately, an error has occurred:
+	{err}
+
+This error is likely caused by:
+	- The kubelet is not running
+	- The kubelet is unhealthy due to a misconfiguration of the node in some way (required cgroups disabled)
+
+If you are on a systemd-powered system, you can try to troubleshoot the error with the following commands:
+	- 'systemctl status kubelet'
+	- 'journalctl -xeu kubelet'
+With the built-in kubelet, its log is {log}"""
+
+
+def kubelet_conf_usable(data: JoinData) -> bool:
+    """kubelet.conf exists, parses, and the client certificate and key it references exist."""
+    path = data.layout.kubelet_kubeconfig
+    if not path.exists():
+        return False
+    try:
+        _, user = current_user(load_kubeconfig(path), str(path))
+    except KubeconfigError:
+        return False
+    for key in ("client-certificate", "client-key"):
+        if key in user and not data.layout.host(user[key]).exists():
+            return False
+    return bool(user)
+
+
+def _healthz_url(data: JoinData) -> str:
+    try:
+        cfg = yaml.safe_load(data.layout.kubelet_config.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        cfg = {}
+    return f"http://{cfg.get('healthzBindAddress') or '127.0.0.1'}:{cfg.get('healthzPort') or c.KUBELET_HEALTHZ_PORT}/healthz"
+
+
+def _run(data: JoinData) -> None:
+    if data.dry_run:
+        data.out("[dryrun] Would wait for the kubelet to perform the TLS Bootstrap")
+        return
+    t = data.cfg.timeouts
+    kubelet_timeout = (t.kubelet_health_check if t else None) or c.KUBELET_HEALTH_CHECK_TIMEOUT
+    tls_timeout = (t.tls_bootstrap if t else None) or c.TLS_BOOTSTRAP_TIMEOUT
+    log = data.real_layout.kubelet_log_file
+    try:
+        url = _healthz_url(data)
+        data.out(
+            f"[kubelet-check] Waiting for a healthy kubelet at {url}. This can take up to "
+            f"{format_duration(kubelet_timeout)}"
+        )
+        wait_healthy([ComponentCheck("kubelet", url)], kubelet_timeout.total_seconds(), data.out, "[kubelet-check]")
+        data.out("[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap")
+        deadline = time.monotonic() + tls_timeout.total_seconds()
+        while not kubelet_conf_usable(data):
+            if time.monotonic() > deadline:
+                raise KubeadmError(
+                    f"timed out waiting for the kubelet to perform the TLS Bootstrap "
+                    f"({format_duration(tls_timeout)}): {c.KUBERNETES_DIR}/{c.KUBELET_KUBECONFIG_FILE} is not usable"
+                )
+            time.sleep(min(c.TLS_BOOTSTRAP_RETRY_INTERVAL.total_seconds(), 0.2))
+    except KubeadmError as err:
+        raise KubeadmError(_FAIL.format(err=err, log=log)) from err
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            data.layout.bootstrap_kubelet_kubeconfig.unlink()
+
+
+PHASE: Phase[JoinData] = Phase(
+    name="kubelet-wait-bootstrap",
+    short="Wait for the kubelet to bootstrap itself",
+    run=_run,
+    inherit_flags=("config", "dry-run"),
+)
