@@ -33,3 +33,17 @@ def run_pykubeadm(
 @pytest.fixture
 def pykubeadm() -> Callable[..., subprocess.CompletedProcess[str]]:
     return run_pykubeadm
+
+
+@pytest.fixture(autouse=True)
+def _stop_node_kubelets(request: pytest.FixtureRequest):
+    """Stop every built-in kubelet daemon a test started under its tmp_path (by pid file, never by name)."""
+    yield
+    tmp = request.node.funcargs.get("tmp_path")
+    if tmp is None:
+        return
+    from pykubeadm.layout import Layout
+    from pykubeadm.phases.kubeletservice import stop_kubelet
+
+    for pid_file in Path(tmp).glob("**/var/run/pykubeadm/kubelet.pid"):
+        stop_kubelet(Layout(root=pid_file.parents[3]))

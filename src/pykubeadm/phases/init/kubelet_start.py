@@ -1,7 +1,8 @@
 """init phase `kubelet-start`: write the kubelet's files (kubeadm-flags.env, config.yaml) and (re)start the kubelet.
 
-Writing is `write_init_kubelet_files` (join has its own adapter over `phases.kubelet.write_kubelet_files`); starting the
-kubelet lands with issue 8, so for now the phase says so after writing.
+Writing is `write_init_kubelet_files` (join has its own adapter over `phases.kubelet.write_kubelet_files`); the kubelet
+is stopped before and started after, through systemd in host mode or as the built-in kubelet daemon otherwise
+(`phases.kubeletservice`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pykubeadm.manifests.images import pause_image
 from pykubeadm.phases.init._common import patch_manager
 from pykubeadm.phases.init.data import InitData
 from pykubeadm.phases.kubelet import KubeletFiles, write_kubelet_files
+from pykubeadm.phases.kubeletservice import start_kubelet, stop_kubelet
 from pykubeadm.workflow import Phase
 
 __all__ = ["PHASE", "write_init_kubelet_files"]
@@ -42,11 +44,14 @@ def write_init_kubelet_files(data: InitData, hostname: str | None = None) -> Kub
 def _run(data: InitData) -> None:
     if data.dry_run:
         data.out("[kubelet-start] Would stop the kubelet")
+    else:
+        stop_kubelet(data.real_layout)
     write_init_kubelet_files(data)
     if data.dry_run:
         data.out("[kubelet-start] Would start the kubelet")
-    else:
-        data.out("[kubelet-start] Starting the kubelet is not implemented yet (issue 8); the kubelet files are written")
+        return
+    data.out("[kubelet-start] Starting the kubelet")
+    start_kubelet(data.real_layout)
 
 
 PHASE: Phase[InitData] = Phase(

@@ -1,0 +1,211 @@
+"""The host facts preflight reads, behind one small adapter: `RealHost` asks this machine, `FakeHost` (tests) answers
+from fields. Checks never touch /proc, sockets, DNS, PATH or systemd directly (STYLE rule 12).
+
+Files under the node's root dir (manifests, etcd data dir, certificates) are ordinary paths and are read directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import shutil
+import socket
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+__all__ = ["FakeHost", "Host", "RealHost"]
+
+
+class Host(Protocol):
+    def euid(self) -> int: ...
+    def cpu_count(self) -> int: ...
+    def mem_total_mb(self) -> int: ...
+    def port_in_use(self, host: str, port: int) -> bool: ...
+    def read_file(self, path: str, limit: int = -1) -> str | None: ...
+    def which(self, executable: str) -> str | None: ...
+    def lookup_host(self, name: str) -> tuple[list[str], str | None]: ...
+    def environ(self) -> Mapping[str, str]: ...
+    def init_system(self) -> str | None: ...
+    def service_exists(self, name: str) -> bool: ...
+    def service_enabled(self, name: str) -> bool: ...
+    def service_active(self, name: str) -> bool: ...
+    def kernel_release(self) -> str: ...
+    def os_name(self) -> str: ...
+    def run(self, argv: list[str]) -> tuple[int, str]: ...
+    def unix_socket_connectable(self, path: str) -> str | None: ...
+
+
+class RealHost:
+    """This machine."""
+
+    def euid(self) -> int:
+        return os.geteuid()
+
+    def cpu_count(self) -> int:
+        try:
+            return len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            return os.cpu_count() or 1
+
+    def mem_total_mb(self) -> int:
+        text = self.read_file("/proc/meminfo") or ""
+        for line in text.splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+        return 0
+
+    def port_in_use(self, host: str, port: int) -> bool:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        s = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            # Like Go's net.Listen: SO_REUSEADDR, so TIME_WAIT leftovers do not count as "in use".
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+            s.listen(1)
+        except OSError:
+            return True
+        finally:
+            s.close()
+        return False
+
+    def read_file(self, path: str, limit: int = -1) -> str | None:
+        try:
+            with open(path, "rb") as f:
+                return f.read(limit).decode(errors="replace")
+        except OSError:
+            return None
+
+    def which(self, executable: str) -> str | None:
+        return shutil.which(executable)
+
+    def lookup_host(self, name: str) -> tuple[list[str], str | None]:
+        try:
+            infos = socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
+        except (OSError, UnicodeError) as e:
+            return [], f"lookup {name}: {getattr(e, 'strerror', None) or e}"
+        return sorted({i[4][0] for i in infos}), None
+
+    def environ(self) -> Mapping[str, str]:
+        return os.environ
+
+    def init_system(self) -> str | None:
+        if shutil.which("systemctl") and os.path.isdir("/run/systemd/system"):
+            return "systemd"
+        return None
+
+    def _systemctl(self, *args: str) -> tuple[int, str]:
+        return self.run(["systemctl", *args])
+
+    def service_exists(self, name: str) -> bool:
+        _, out = self._systemctl("status", name)
+        return "Loaded: not-found" not in out and "could not be found" not in out
+
+    def service_enabled(self, name: str) -> bool:
+        return self._systemctl("is-enabled", name)[0] == 0
+
+    def service_active(self, name: str) -> bool:
+        return self._systemctl("is-active", name)[0] == 0
+
+    def kernel_release(self) -> str:
+        return platform.release()
+
+    def os_name(self) -> str:
+        return platform.system()
+
+    def run(self, argv: list[str]) -> tuple[int, str]:
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return 127, str(e)
+        return r.returncode, r.stdout + r.stderr
+
+    def unix_socket_connectable(self, path: str) -> str | None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(2)
+        try:
+            s.connect(path)
+        except OSError as e:
+            return f"dial unix {path}: connect: {e.strerror or e}"
+        finally:
+            with contextlib.suppress(OSError):
+                s.close()
+        return None
+
+
+@dataclass
+class FakeHost:
+    """A host described by fields (defaults: a healthy 2-CPU node, nothing listening, every command present)."""
+
+    uid: int = 0
+    cpus: int = 2
+    mem_mb: int = 4096
+    busy_ports: set[tuple[str, int]] = field(default_factory=set)
+    files: dict[str, str] = field(default_factory=dict)
+    executables: set[str] | None = None
+    hosts: dict[str, list[str]] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    init: str | None = None
+    services: dict[str, tuple[bool, bool]] = field(default_factory=dict)  # name → (enabled, active)
+    kernel: str = "6.1.0"
+    os: str = "Linux"
+    commands: dict[str, tuple[int, str]] = field(default_factory=dict)
+    sockets: set[str] = field(default_factory=set)
+    #: argv of every `run` call, in order.
+    calls: list[list[str]] = field(default_factory=list)
+
+    def euid(self) -> int:
+        return self.uid
+
+    def cpu_count(self) -> int:
+        return self.cpus
+
+    def mem_total_mb(self) -> int:
+        return self.mem_mb
+
+    def port_in_use(self, host: str, port: int) -> bool:
+        return (host, port) in self.busy_ports or ("", port) in self.busy_ports
+
+    def read_file(self, path: str, limit: int = -1) -> str | None:
+        text = self.files.get(path)
+        return text if text is None or limit < 0 else text[:limit]
+
+    def which(self, executable: str) -> str | None:
+        if self.executables is None or executable in self.executables:
+            return f"/usr/bin/{executable}"
+        return None
+
+    def lookup_host(self, name: str) -> tuple[list[str], str | None]:
+        if name in self.hosts:
+            return self.hosts[name], None
+        return [], f"lookup {name}: no such host"
+
+    def environ(self) -> Mapping[str, str]:
+        return self.env
+
+    def init_system(self) -> str | None:
+        return self.init
+
+    def service_exists(self, name: str) -> bool:
+        return name in self.services
+
+    def service_enabled(self, name: str) -> bool:
+        return self.services.get(name, (False, False))[0]
+
+    def service_active(self, name: str) -> bool:
+        return self.services.get(name, (False, False))[1]
+
+    def kernel_release(self) -> str:
+        return self.kernel
+
+    def os_name(self) -> str:
+        return self.os
+
+    def run(self, argv: list[str]) -> tuple[int, str]:
+        self.calls.append(list(argv))
+        return self.commands.get(argv[0], (127, f'exec: "{argv[0]}": executable file not found in $PATH'))
+
+    def unix_socket_connectable(self, path: str) -> str | None:
+        return None if path in self.sockets else f"dial unix {path}: connect: no such file or directory"
