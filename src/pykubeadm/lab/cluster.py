@@ -149,7 +149,7 @@ def lab_up(lab_dir: Path, workers: int, datastore: str, out: Out = print) -> lis
     start = time.monotonic()
     cp = lab_node(lab_dir, 0)
     token = generate_token()
-    write_node_files(cp, init_config(cp, token, datastore))
+    write_node_files(cp, init_config(cp, token, datastore), datastore)
     out(f"[lab] Creating {CONTROL_PLANE} on {cp.address} (root {cp.root}, datastore {datastore})")
     res = subprocess.run(
         _pykubeadm(cp, "init", "--config", str(cp.config_file)), env=_env(), stdin=subprocess.DEVNULL, check=False

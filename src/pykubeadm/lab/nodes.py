@@ -134,10 +134,28 @@ def join_config(node: LabNode, endpoint: str, token: str, ca_hash: str) -> list[
     ]
 
 
-def write_node_files(node: LabNode, docs: list[dict[str, Any]]) -> None:
-    """The node's kubeadm config file and its kubelet patch (the kubelet's ports on the node's address)."""
+#: Debian's etcd 3.4 serves /health but not the /livez and /readyz that kubeadm 1.33's etcd probes use (etcd 3.5.11+).
+_ETCD_34_PROBES = {
+    "spec": {
+        "containers": [
+            {
+                "name": "etcd",
+                "livenessProbe": {"httpGet": {"path": "/health"}},
+                "readinessProbe": {"httpGet": {"path": "/health"}},
+                "startupProbe": {"httpGet": {"path": "/health"}},
+            }
+        ]
+    }
+}
+
+
+def write_node_files(node: LabNode, docs: list[dict[str, Any]], datastore: str = "sqlite") -> None:
+    """The node's kubeadm config file and its patches: the kubelet's ports on the node's address and, for a local
+    etcd, probes that etcd 3.4 answers."""
     node.state.mkdir(parents=True, exist_ok=True)
     node.config_file.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     node.patches_dir.mkdir(parents=True, exist_ok=True)
     patch = {"address": node.address, "healthzBindAddress": node.address}
     (node.patches_dir / "kubeletconfiguration+merge.yaml").write_text(yaml.safe_dump(patch))
+    if datastore == "etcd" and node.control_plane:
+        (node.patches_dir / "etcd.yaml").write_text(yaml.safe_dump(_ETCD_34_PROBES))
