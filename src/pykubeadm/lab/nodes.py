@@ -9,6 +9,7 @@ kube-apiserver Pod.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,10 @@ class LabNode:
         return self.state / f"{self.name}.log"
 
 
-def lab_node(lab_dir: Path, index: int) -> LabNode:
+def lab_node(lab_dir: Path, index: int, prefix: str | None = None) -> LabNode:
+    """Node `index` of the lab in `lab_dir`; the address prefix is 127.0.10. (or $PYKUBEADM_LAB_ADDRESS_PREFIX, to run
+    two labs side by side)."""
+    prefix = prefix or os.environ.get("PYKUBEADM_LAB_ADDRESS_PREFIX") or ADDRESS_PREFIX
     if index == 0:
         name = CONTROL_PLANE
     elif index == 1:
@@ -73,7 +77,7 @@ def lab_node(lab_dir: Path, index: int) -> LabNode:
         name = f"lab-worker{index}"
     if index + 1 > 254:
         raise ValueError("a lab has at most 254 nodes")
-    return LabNode(index, name, f"{ADDRESS_PREFIX}{index + 1}", lab_dir / name, lab_dir / LAB_STATE_DIR)
+    return LabNode(index, name, f"{prefix}{index + 1}", lab_dir / name, lab_dir / LAB_STATE_DIR)
 
 
 def _node_registration(node: LabNode) -> dict[str, Any]:
@@ -93,6 +97,21 @@ def init_config(node: LabNode, token: str, datastore: str) -> list[dict[str, Any
         "encryptionAlgorithm": "ECDSA-P256",
         "networking": {"podSubnet": "10.244.0.0/16"},
     }
+    # Everything of the node listens on the node's own address, so labs (and other programs) never collide.
+    bind = [{"name": "bind-address", "value": node.address}]
+    cluster["controllerManager"] = {"extraArgs": bind}
+    cluster["scheduler"] = {"extraArgs": bind}
+    if datastore == "etcd":
+        client_url = f"https://{node.address}:{c.ETCD_LISTEN_CLIENT_PORT}"
+        cluster["etcd"] = {
+            "local": {
+                "extraArgs": [
+                    {"name": "listen-client-urls", "value": client_url},
+                    {"name": "advertise-client-urls", "value": client_url},
+                    {"name": "listen-metrics-urls", "value": f"http://{node.address}:{c.ETCD_METRICS_PORT}"},
+                ]
+            }
+        }
     if datastore == "sqlite":
         cluster["etcd"] = {"external": {"endpoints": [SQLITE_URL]}}
         cluster["apiServer"] = {

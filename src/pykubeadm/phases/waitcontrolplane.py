@@ -18,7 +18,7 @@ import yaml
 
 from pykubeadm.errors import KubeadmError
 
-__all__ = ["ComponentCheck", "component_checks", "wait_healthy"]
+__all__ = ["ComponentCheck", "component_checks", "kubelet_healthz_url", "wait_healthy"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,17 @@ def _probe_url(manifest: Path, default_path: str) -> str:
         host = f"[{host}]"
     scheme = (get.get("scheme") or "HTTPS").lower()
     return f"{scheme}://{host}:{get.get('port')}{default_path}"
+
+
+def kubelet_healthz_url(config_file: Path, fallback: dict | None = None) -> str:
+    """The kubelet's healthz URL from the KubeletConfiguration it runs with (the written, patched config.yaml)."""
+    try:
+        cfg = yaml.safe_load(config_file.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        cfg = fallback or {}
+    host = cfg.get("healthzBindAddress") or "127.0.0.1"
+    port = cfg.get("healthzPort") or 10248
+    return f"http://{host}:{port}/healthz"
 
 
 def component_checks(manifests: dict[str, Path]) -> list[ComponentCheck]:

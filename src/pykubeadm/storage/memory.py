@@ -128,7 +128,7 @@ class MemoryStore:
                 if ev.kv.key.startswith(prefix):
                     yield ev
             async with self._cond:
-                await self._cond.wait_for(lambda: self._rev >= next_rev)
+                await self._cond.wait_for(lambda rev=next_rev: self._rev >= rev)
 
     async def compact(self, revision: int) -> None:
         if revision <= self._compacted:

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from cryptography import x509
 
-__all__ = ["AuthRequest", "Authenticator", "UserInfo"]
+__all__ = ["AuthRequest", "AuthenticationError", "Authenticator", "TokenAuthenticator", "UserInfo"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,12 @@ class AuthRequest:
 class Authenticator(Protocol):
     async def __call__(self, req: AuthRequest) -> UserInfo | None:
         """The user, or None when this authenticator has no opinion; raises AuthenticationError for bad credentials."""
+        ...
+
+
+class TokenAuthenticator(Protocol):
+    async def __call__(self, token: str) -> UserInfo | None:
+        """The user a bearer token stands for, or None when this authenticator does not know the token."""
         ...
 
 

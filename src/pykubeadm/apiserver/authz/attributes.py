@@ -23,7 +23,9 @@ class Decision(enum.Enum):
 @dataclass(frozen=True)
 class Attributes:
     user: UserInfo
-    verb: str  # get list watch create update patch delete deletecollection approve sign ... or http verb for non-resource
+    # get list watch create update patch delete deletecollection approve sign ... or the lowercase HTTP method of a
+    # non-resource request
+    verb: str
     resource_request: bool
     namespace: str = ""
     api_group: str = ""  # "" = core
@@ -32,6 +34,14 @@ class Attributes:
     subresource: str = ""
     name: str = ""
     path: str = ""  # for non-resource requests
+    # Raw `fieldSelector` / `labelSelector` query values of list/watch requests (the Node authorizer lets a node
+    # list/watch pods only with `spec.nodeName=<self>`). For list/watch with `metadata.name=<n>`, also set `name`.
+    field_selector: str = ""
+    label_selector: str = ""
+
+    @property
+    def is_resource_request(self) -> bool:
+        return self.resource_request
 
 
 class Authorizer(Protocol):

@@ -17,7 +17,7 @@ __all__ = ["PHASE"]
 
 def _taints(data: InitData) -> list[dict[str, str]]:
     taints = data.cfg.init.node_registration.taints or []
-    return [t.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False) for t in taints]
+    return [t.to_obj() for t in taints]
 
 
 def run(data: InitData) -> None:

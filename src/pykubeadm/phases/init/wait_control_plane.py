@@ -6,7 +6,7 @@ from pykubeadm import constants as c
 from pykubeadm.api import format_duration
 from pykubeadm.errors import KubeadmError
 from pykubeadm.phases.init.data import InitData
-from pykubeadm.phases.waitcontrolplane import ComponentCheck, component_checks, wait_healthy
+from pykubeadm.phases.waitcontrolplane import ComponentCheck, component_checks, kubelet_healthz_url, wait_healthy
 from pykubeadm.workflow import Phase
 
 __all__ = ["PHASE"]
@@ -24,12 +24,6 @@ _CONTROL_PLANE_HELP = """A control plane component may have crashed or exited wh
 With the built-in kubelet, each static Pod's log is under {logs}"""
 
 
-def _kubelet_url(data: InitData) -> str:
-    host = data.cfg.kubelet.get("healthzBindAddress") or "127.0.0.1"
-    port = data.cfg.kubelet.get("healthzPort") or c.KUBELET_HEALTHZ_PORT
-    return f"http://{host}:{port}/healthz"
-
-
 def run(data: InitData) -> None:
     manifests = c.KUBERNETES_DIR + "/" + c.MANIFESTS_SUBDIR
     timeouts = data.cfg.init.timeouts
@@ -44,7 +38,7 @@ def run(data: InitData) -> None:
         f"[wait-control-plane] Waiting for the kubelet to boot up the control plane as static Pods from directory "
         f'"{manifests}"'
     )
-    url = _kubelet_url(data)
+    url = kubelet_healthz_url(data.layout.kubelet_config, data.cfg.kubelet)
     data.out(
         f"[kubelet-check] Waiting for a healthy kubelet at {url}. This can take up to {format_duration(kubelet_timeout)}"
     )

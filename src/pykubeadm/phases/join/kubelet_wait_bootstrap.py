@@ -5,14 +5,12 @@ from __future__ import annotations
 import contextlib
 import time
 
-import yaml
-
 from pykubeadm import constants as c
 from pykubeadm.api import format_duration
 from pykubeadm.errors import KubeadmError, KubeconfigError
 from pykubeadm.kubeconfig.config import current_user, load_kubeconfig
 from pykubeadm.phases.join.data import JoinData
-from pykubeadm.phases.waitcontrolplane import ComponentCheck, wait_healthy
+from pykubeadm.phases.waitcontrolplane import ComponentCheck, kubelet_healthz_url, wait_healthy
 from pykubeadm.workflow import Phase
 
 __all__ = ["PHASE", "kubelet_conf_usable"]
@@ -45,14 +43,6 @@ def kubelet_conf_usable(data: JoinData) -> bool:
     return bool(user)
 
 
-def _healthz_url(data: JoinData) -> str:
-    try:
-        cfg = yaml.safe_load(data.layout.kubelet_config.read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        cfg = {}
-    return f"http://{cfg.get('healthzBindAddress') or '127.0.0.1'}:{cfg.get('healthzPort') or c.KUBELET_HEALTHZ_PORT}/healthz"
-
-
 def _run(data: JoinData) -> None:
     if data.dry_run:
         data.out("[dryrun] Would wait for the kubelet to perform the TLS Bootstrap")
@@ -62,7 +52,7 @@ def _run(data: JoinData) -> None:
     tls_timeout = (t.tls_bootstrap if t else None) or c.TLS_BOOTSTRAP_TIMEOUT
     log = data.real_layout.kubelet_log_file
     try:
-        url = _healthz_url(data)
+        url = kubelet_healthz_url(data.layout.kubelet_config)
         data.out(
             f"[kubelet-check] Waiting for a healthy kubelet at {url}. This can take up to "
             f"{format_duration(kubelet_timeout)}"

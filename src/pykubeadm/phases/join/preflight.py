@@ -16,6 +16,13 @@ def host_runtime(data: JoinData) -> bool:
     return data.real_layout.root == Path("/")
 
 
+def _kubelet_address(data: JoinData) -> str:
+    """Where this node's kubelet will listen: its `node-ip` in built-in mode (lab nodes share the machine), else all."""
+    if host_runtime(data):
+        return ""
+    return next((a.value for a in data.cfg.node_registration.kubelet_extra_args if a.name == "node-ip"), "")
+
+
 def _run(data: JoinData) -> None:
     host = data.state.get("preflight_host") or RealHost()
     write = data.state.get("preflight_writer") or (lambda line: (sys.stderr.write(line), sys.stderr.flush()))
@@ -31,6 +38,7 @@ def _run(data: JoinData) -> None:
         ca_cert_path=cfg.ca_cert_path,
         control_plane=data.control_plane,
         cri_socket=cfg.node_registration.cri_socket,
+        kubelet_address=_kubelet_address(data),
         host_runtime=host_runtime(data),
     )
     run_checks(join_node_checks(host, params), data.ignore_preflight_errors, write)

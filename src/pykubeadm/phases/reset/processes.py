@@ -1,0 +1,122 @@
+"""Finding and stopping whatever still runs for a node root in built-in mode (the "containers" reset removes).
+
+The built-in kubelet runs each static Pod container as a process in its own session, with every hostPath argument
+mapped under the node's root dir (`--data-dir=<root>/var/lib/etcd`); the kubelet itself carries `--root-dir <root>`
+and PYKUBEADM_ROOT_DIR. A process belongs to the node when its environment's PYKUBEADM_ROOT_DIR is the root, or when
+it leads its own session (as the kubelet daemon and every container process do) and one of its arguments names the
+root dir (the root itself or a path below it, also after `=`, `,`, `:` or `sqlite://`). So a `tail -f` of a log
+under the root in someone's terminal is left alone. Processes are never matched by name. This process and its ancestors are never touched, nor anything when the root is
+"/" (host mode: the container runtime owns the containers there).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from pykubeadm import constants as c
+
+__all__ = ["node_processes", "stop_processes"]
+
+_PROC = Path("/proc")
+
+
+def _matcher(root: str) -> re.Pattern[bytes]:
+    return re.compile(rb"(?:^|[=,:]|://)" + re.escape(root.encode()) + rb"(?:/|$)")
+
+
+def _ancestors() -> set[int]:
+    pids = {os.getpid()}
+    pid = os.getpid()
+    while pid > 1:
+        try:
+            stat = (_PROC / str(pid) / "stat").read_text()
+            pid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        pids.add(pid)
+    return pids
+
+
+def _session_leader(pid: int) -> bool:
+    try:
+        return os.getsid(pid) == pid
+    except OSError:
+        return False
+
+
+def _belongs(pid: int, pattern: re.Pattern[bytes], root: str) -> bool:
+    try:
+        args = (_PROC / str(pid) / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    if _session_leader(pid) and any(pattern.search(a) for a in args if a):
+        return True
+    try:
+        env = (_PROC / str(pid) / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"{c.ROOT_DIR_ENV}={root}".encode() in env
+
+
+def node_processes(root: Path) -> list[int]:
+    """Pids of the processes (of any session) that belong to the node root `root`; [] for "/"."""
+    real = os.path.realpath(root)
+    if real == "/":
+        return []
+    roots = {str(root), real}
+    patterns = [(_matcher(r), r) for r in roots]
+    skip = _ancestors()
+    found = []
+    for entry in _PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        if pid in skip:
+            continue
+        if any(_belongs(pid, p, r) for p, r in patterns):
+            found.append(pid)
+    return sorted(found)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (_PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    if state == "Z":
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+        return False
+    return True
+
+
+def _signal(pid: int, sig: int) -> None:
+    """Signal the process group when `pid` leads its own group (its children go too), else the process."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if os.getpgid(pid) == pid and pid != os.getpgrp():
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+
+
+def stop_processes(pids: Iterable[int], grace: float = 10.0) -> list[int]:
+    """SIGTERM `pids`, wait up to `grace` seconds, SIGKILL the rest; returns the pids that were signalled."""
+    pids = [p for p in pids if _alive(p)]
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+    for pid in pids:
+        if _alive(pid):
+            _signal(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+    return pids

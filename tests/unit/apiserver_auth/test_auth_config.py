@@ -1,0 +1,85 @@
+"""build_auth from kube-apiserver flags: what gets enabled, and startup errors that name the flag."""
+
+from __future__ import annotations
+
+import pytest
+
+from pykubeadm.apiserver.authn.config import AuthConfigError, build_auth
+from pykubeadm.apiserver.authn.user import AuthenticationError, AuthRequest
+from pykubeadm.apiserver.authz.attributes import Attributes, Decision
+from tests.unit.apiserver_auth.helpers import BOOTSTRAP_TOKEN, STATIC_TOKEN, kubeadm_flags
+
+
+def test_kubeadm_flags_build_the_full_chain(pki_dir, source):
+    cfg = build_auth(kubeadm_flags(pki_dir), source)
+    assert cfg.authorization_modes == ("Node", "RBAC")
+    assert cfg.admission.names == [
+        "NamespaceLifecycle",
+        "ServiceAccount",
+        "NodeRestriction",
+        "Priority",
+        "CertificateApproval",
+        "CertificateSigning",
+        "CertificateSubjectRestriction",
+        "RBACEscalationCheck",
+    ]
+    assert cfg.rbac is not None
+
+
+async def test_bootstrap_tokens_only_with_the_flag(pki_dir, source):
+    flags = kubeadm_flags(pki_dir)
+    del flags["enable-bootstrap-token-auth"]
+    cfg = build_auth(flags, source)
+    with pytest.raises(AuthenticationError):
+        await cfg.authenticator(AuthRequest({"Authorization": f"Bearer {BOOTSTRAP_TOKEN}"}))
+    assert (
+        await cfg.authenticator(AuthRequest({"Authorization": f"Bearer {STATIC_TOKEN}"}))
+    ).name == "kubelet-bootstrap"
+
+
+async def test_anonymous_auth_false_returns_none(pki_dir, source):
+    flags = {**kubeadm_flags(pki_dir), "anonymous-auth": "false"}
+    assert await build_auth(flags, source).authenticator(AuthRequest({})) is None
+
+
+async def test_default_mode_is_always_allow_but_masters_first(source):
+    cfg = build_auth({}, source)
+    anon = await cfg.authenticator(AuthRequest({}))
+    assert (await cfg.authorizer(Attributes(anon, "delete", True, resource="nodes")))[0] is Decision.ALLOW
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        ({"authorization-mode": "Node,Magic"}, 'authorization mode "Magic" is not a valid mode'),
+        ({"authorization-mode": "Webhook"}, "not supported"),
+        ({"enable-admission-plugins": "NodeRestriction,Bogus"}, 'plugin "Bogus" is unknown'),
+        ({"client-ca-file": "/nonexistent/ca.crt"}, "--client-ca-file: open /nonexistent/ca.crt"),
+        ({"service-account-key-file": "/nonexistent/sa.pub"}, "--service-account-key-file"),
+        ({"anonymous-auth": "maybe"}, '"--anonymous-auth"'),
+    ],
+)
+def test_bad_flags_are_startup_errors(source, flags, message):
+    with pytest.raises(AuthConfigError, match=message):
+        build_auth(flags, source)
+
+
+def test_malformed_token_file_is_a_startup_error_with_line(tmp_path, source):
+    f = tmp_path / "tokens.csv"
+    f.write_text("# header\ngood,user,1\nbad-line\n")
+    with pytest.raises(
+        AuthConfigError, match=r"--token-auth-file: token file '.*tokens.csv' line 3: must have at least 3"
+    ):
+        build_auth({"token-auth-file": str(f)}, source)
+
+
+def test_resolve_path_maps_container_paths(pki_dir, source):
+    flags = {"client-ca-file": "/etc/kubernetes/pki/ca.crt"}
+    cfg = build_auth(flags, source, resolve_path=lambda p: pki_dir / p.rsplit("/", 1)[-1])
+    assert cfg.authenticator is not None
+
+
+def test_disable_admission_plugins(pki_dir, source):
+    flags = {**kubeadm_flags(pki_dir), "disable-admission-plugins": ["ServiceAccount", "Priority"]}
+    names = build_auth(flags, source).admission.names
+    assert "ServiceAccount" not in names and "Priority" not in names and "NodeRestriction" in names
