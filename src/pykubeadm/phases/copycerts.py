@@ -108,7 +108,14 @@ def certs_secret(files: dict[str, bytes], key: bytes, owner_token_secret: Obj) -
     secret = o.secret(c.KUBEADM_CERTS_SECRET, c.NAMESPACE_SYSTEM, {k: encrypt(v, key) for k, v in files.items()})
     meta = owner_token_secret["metadata"]
     secret["metadata"]["ownerReferences"] = [
-        {"apiVersion": "v1", "kind": "Secret", "name": meta["name"], "uid": meta["uid"], "controller": True}
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
     ]
     return secret
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from pykubeadm.api import dump_cluster_configuration
+from pykubeadm import constants as c
+from pykubeadm.api import dump_cluster_configuration, features
 from pykubeadm.api.yamlio import dump_yaml
-from pykubeadm.phases.init.cluster import apply
+from pykubeadm.phases.init.cluster import admin_client, apply
 from pykubeadm.phases.init.data import InitData
+from pykubeadm.phases.patchnode import annotate_cri_socket
 from pykubeadm.phases.uploadconfig import kubeadm_config_objects, kubelet_config_objects
 from pykubeadm.workflow import Phase, all_phase
 
@@ -27,6 +29,12 @@ def run_kubelet(data: InitData) -> None:
         "kubelets in the cluster"
     )
     apply(data, kubelet_config_objects(dump_yaml(data.cfg.kubelet)))
+    if features.enabled(data.cfg.cluster.feature_gates, "NodeLocalCRISocket") or data.dry_run:
+        return
+    reg = data.cfg.init.node_registration
+    timeouts = data.cfg.init.timeouts
+    timeout = (timeouts.kubernetes_api_call if timeouts else None) or c.KUBERNETES_API_CALL_TIMEOUT
+    annotate_cri_socket(admin_client(data), reg.name, reg.cri_socket, timeout.total_seconds())
 
 
 PHASE: Phase[InitData] = Phase(

@@ -5,11 +5,15 @@ from __future__ import annotations
 import contextlib
 import time
 
+from lightkube import KubeConfig
+
 from pykubeadm import constants as c
-from pykubeadm.api import format_duration
+from pykubeadm.api import features, format_duration
+from pykubeadm.client import sync_client
 from pykubeadm.errors import KubeadmError, KubeconfigError
 from pykubeadm.kubeconfig.config import current_user, load_kubeconfig
 from pykubeadm.phases.join.data import JoinData
+from pykubeadm.phases.patchnode import annotate_cri_socket
 from pykubeadm.phases.waitcontrolplane import ComponentCheck, kubelet_healthz_url, wait_healthy
 from pykubeadm.workflow import Phase
 
@@ -72,6 +76,30 @@ def _run(data: JoinData) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             data.layout.bootstrap_kubelet_kubeconfig.unlink()
+    _annotate_cri_socket(data)
+
+
+def _annotate_cri_socket(data: JoinData) -> None:
+    """With the kubelet's new credentials, as kubeadm does after the TLS bootstrap (before NodeLocalCRISocket)."""
+    cluster = data.state.get("cluster_configuration")
+    if cluster is not None and features.enabled(cluster.feature_gates, "NodeLocalCRISocket"):
+        return
+    reg = data.cfg.node_registration
+    t = data.cfg.timeouts
+    timeout = ((t.kubernetes_api_call if t else None) or c.KUBERNETES_API_CALL_TIMEOUT).total_seconds()
+    with sync_client(_kubelet_kubeconfig(data)) as client:
+        annotate_cri_socket(client, reg.name, reg.cri_socket, timeout)
+
+
+def _kubelet_kubeconfig(data: JoinData) -> KubeConfig:
+    """kubelet.conf with its file references resolved under the node's root."""
+    cfg = load_kubeconfig(data.layout.kubelet_kubeconfig)
+    for user in cfg.get("users") or []:
+        body = user.get("user") or {}
+        for key in ("client-certificate", "client-key"):
+            if key in body:
+                body[key] = str(data.layout.host(body[key]))
+    return KubeConfig.from_dict(cfg)
 
 
 PHASE: Phase[JoinData] = Phase(

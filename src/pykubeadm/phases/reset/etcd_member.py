@@ -1,0 +1,146 @@
+"""The local stacked etcd member as reset sees it: read from etcd.yaml, removed from its cluster over the v3 JSON API.
+
+`read_etcd_pod(layout)` extracts what reset needs from the static Pod manifest (data dir, client and peer URLs,
+member name). `remove_member(layout, pod)` lists the members through the local endpoint with the healthcheck-client
+certificate; when this member is the only one it does nothing (kubeadm's RemoveStackedEtcdMemberFromCluster),
+otherwise it removes it, asking the other members first (a member can remove itself, but a peer answers even when
+the local one is already unhealthy).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+from etcd3gw.client import Etcd3Client
+from etcd3gw.exceptions import Etcd3Exception
+
+from pykubeadm import constants as c
+from pykubeadm.errors import KubeadmError
+from pykubeadm.layout import Layout
+
+__all__ = ["EtcdPod", "read_etcd_pod", "remove_member"]
+
+log = logging.getLogger(__name__)
+
+#: Name of the data volume in kubeadm's etcd manifest.
+ETCD_DATA_VOLUME = "etcd-data"
+#: Per-request timeout of etcd calls during reset.
+ETCD_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True)
+class EtcdPod:
+    """What reset reads from /etc/kubernetes/manifests/etcd.yaml."""
+
+    data_dir: str  # node path (hostPath of the etcd-data volume, else --data-dir)
+    name: str = ""
+    client_urls: tuple[str, ...] = ()
+    peer_urls: tuple[str, ...] = ()
+    flags: dict[str, str] = field(default_factory=dict)
+
+
+def _flags(container: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for arg in [*(container.get("command") or []), *(container.get("args") or [])]:
+        if isinstance(arg, str) and arg.startswith("--") and "=" in arg:
+            k, v = arg[2:].split("=", 1)
+            out[k] = v
+    return out
+
+
+def _urls(value: str) -> tuple[str, ...]:
+    return tuple(u.strip() for u in value.split(",") if u.strip())
+
+
+def read_etcd_pod(layout: Layout) -> EtcdPod | None:
+    """The local etcd member's settings, or None when there is no etcd manifest (external etcd or a worker)."""
+    path = layout.manifest(c.ETCD)
+    if not path.is_file():
+        return None
+    try:
+        pod = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise KubeadmError(f"failed to read the etcd Pod manifest {path}: {err}") from err
+    if not isinstance(pod, dict):
+        raise KubeadmError(f"invalid etcd pod manifest {path}")
+    spec = pod.get("spec") or {}
+    containers = spec.get("containers") or [{}]
+    flags = _flags(containers[0])
+    data_dir = ""
+    for vol in spec.get("volumes") or []:
+        if vol.get("name") == ETCD_DATA_VOLUME and (vol.get("hostPath") or {}).get("path"):
+            data_dir = vol["hostPath"]["path"]
+            break
+    data_dir = data_dir or flags.get("data-dir", "")
+    if not data_dir or not PurePosixPath(data_dir).is_absolute():
+        raise KubeadmError(f"invalid etcd pod manifest {path}: no {ETCD_DATA_VOLUME} volume or --data-dir")
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    clients = annotations.get(c.ANNOTATION_ETCD_ADVERTISE_CLIENT_URLS) or flags.get("advertise-client-urls", "")
+    return EtcdPod(
+        data_dir=data_dir,
+        name=flags.get("name", ""),
+        client_urls=_urls(clients),
+        peer_urls=_urls(flags.get("initial-advertise-peer-urls", "")),
+        flags=flags,
+    )
+
+
+def _client(layout: Layout, url: str) -> Etcd3Client:
+    u = urlsplit(url)
+    if u.scheme == "https":
+        base = c.ETCD_HEALTHCHECK_CLIENT_CERT_AND_KEY_BASE_NAME
+        return Etcd3Client(
+            host=u.hostname or "127.0.0.1",
+            port=u.port or c.ETCD_LISTEN_CLIENT_PORT,
+            protocol="https",
+            ca_cert=str(layout.cert_path(c.ETCD_CA_CERT_AND_KEY_BASE_NAME)),
+            cert_cert=str(layout.cert_path(base)),
+            cert_key=str(layout.key_path(base)),
+            timeout=ETCD_TIMEOUT,
+        )
+    return Etcd3Client(
+        host=u.hostname or "127.0.0.1", port=u.port or c.ETCD_LISTEN_CLIENT_PORT, protocol="http", timeout=ETCD_TIMEOUT
+    )
+
+
+def _call(layout: Layout, urls: list[str], what: str, fn: Any) -> Any:
+    last: Exception | None = None
+    for url in urls:
+        try:
+            return fn(_client(layout, url))
+        except (Etcd3Exception, OSError, ValueError) as err:
+            detail = getattr(err, "detail_text", None)
+            last = KubeadmError(f"{url}: {detail or err or type(err).__name__}")
+    raise KubeadmError(f"failed to {what}: {last}")
+
+
+def remove_member(layout: Layout, pod: EtcdPod) -> bool:
+    """Remove this node's member from the etcd cluster; False when it is the only member (nothing to do)."""
+    local = list(pod.client_urls)
+    if not local:
+        raise KubeadmError("the etcd Pod manifest has no advertise client URL")
+    members: list[dict[str, Any]] = _call(layout, local, "list etcd members", lambda cl: cl.members())
+    ours = [
+        m
+        for m in members
+        if set(m.get("peerURLs") or ()) & set(pod.peer_urls) or (pod.name and m.get("name") == pod.name)
+    ]
+    if not ours:
+        raise KubeadmError(f"etcd member with peer URL(s) {','.join(pod.peer_urls)} not found in the etcd cluster")
+    if len(members) == 1:
+        log.info("[etcd] This is the only remaining etcd member in the etcd cluster, skip removing it")
+        return False
+    member_id = ours[0]["ID"]
+    others = [u for m in members if m is not ours[0] for u in (m.get("clientURLs") or ())]
+    log.info("[etcd] removing etcd member: %s, id: %s", ",".join(pod.peer_urls), member_id)
+
+    def remove(cl: Etcd3Client) -> Any:
+        return cl.post(cl.get_url("/cluster/member/remove"), json={"ID": member_id})
+
+    _call(layout, [*others, *local], "remove the etcd member", remove)
+    return True
