@@ -96,6 +96,14 @@ def _get(client: httpx.Client, url: str) -> dict[str, Any]:
     return r.json()  # type: ignore[no-any-return]
 
 
+class _Unsigned(_Retry):
+    """cluster-info has no signature for this token (yet); carries the unsigned kubeconfig for diagnosis."""
+
+    def __init__(self, message: str, kubeconfig: str):
+        super().__init__(message)
+        self.kubeconfig = kubeconfig
+
+
 def _verified_kubeconfig(cm: dict[str, Any], token_id: str, token_secret: str) -> str:
     data = cm.get("data") or {}
     kubeconfig = data.get(c.CLUSTER_INFO_KUBECONFIG_KEY)
@@ -103,10 +111,9 @@ def _verified_kubeconfig(cm: dict[str, Any], token_id: str, token_secret: str) -
         raise DiscoveryError("there is no kubeconfig key in the cluster-info ConfigMap")
     sig = data.get(c.JWS_SIGNATURE_KEY_PREFIX + token_id)
     if sig is None:
-        raise _Retry(
-            f'the cluster-info ConfigMap does not yet contain a JWS signature for token ID "{token_id}": the token '
-            "is unknown, expired, deleted, or lacks the 'signing' usage (check 'kubeadm token list' on a "
-            "control-plane node, or create one with 'kubeadm token create')"
+        raise _Unsigned(
+            f'the cluster-info ConfigMap does not yet contain a JWS signature for token ID "{token_id}"',
+            str(kubeconfig),
         )
     if not detached_token_is_valid(sig, kubeconfig, token_id, token_secret):
         raise DiscoveryError(
@@ -140,6 +147,30 @@ def _check_pins(ca_pem: bytes, pins: set[str]) -> None:
             f'"{", ".join(found)}" are pinned. Check --discovery-token-ca-cert-hash: on a control-plane node, '
             "'kubeadm token create --print-join-command' prints the right value"
         )
+
+
+def _diagnose_unsigned(err: _Unsigned, endpoint: str, token: str, pins: set[str]) -> str:
+    """Why there is no signature: checked over TLS pinned to the CA hash (so the token is never sent to an untrusted
+    server) by asking whether the API server accepts the token at all."""
+    hint = " (check 'kubeadm token list' on a control-plane node, or create one with 'kubeadm token create')"
+    try:
+        _, ca_pem = _first_cluster(err.kubeconfig)
+        _check_pins(ca_pem, pins)
+    except DiscoveryError as pin_err:
+        return f"{err}; and {pin_err}"
+    try:
+        ctx = ssl.create_default_context(cadata=ca_pem.decode())
+        with httpx.Client(verify=ctx, timeout=10.0, trust_env=False) as client:
+            r = client.get(f"https://{endpoint}/version", headers={"Authorization": f"Bearer {token}"})
+    except httpx.HTTPError:
+        return str(err) + ": the token is unknown, expired, deleted, or lacks the 'signing' usage" + hint
+    if r.status_code == 401:
+        return f"{err}: the API server rejected the token: it is unknown, expired or was deleted" + hint
+    return (
+        f"{err}: the token is valid for authentication but has no signature: it lacks the 'signing' usage "
+        "(create tokens with '--usages signing,authentication'), or the controller-manager's bootstrapsigner "
+        "controller is not running"
+    )
 
 
 def discover_with_token(
@@ -194,6 +225,9 @@ def discover_with_token(
             return DiscoveryResult(server, ca_pem)
         except _Retry as err:
             if time.monotonic() + interval > deadline:
-                raise DiscoveryError(f"abort connecting to API servers after timeout of {timeout:g}s: {err}") from err
+                why = (
+                    _diagnose_unsigned(err, endpoint, token, pins) if isinstance(err, _Unsigned) and pins else str(err)
+                )
+                raise DiscoveryError(f"abort connecting to API servers after timeout of {timeout:g}s: {why}") from err
             log.info("[discovery] %s, will try again", err)
             time.sleep(interval)
