@@ -108,12 +108,27 @@ class Runner(Generic[C]):
         if phase is None:
             raise KubeadmError(f"phase {path!r} does not exist")
         if phase.run_all_siblings:
+            # like kubeadm, `phase <parent> all` runs the parent's own step first (e.g. "[certs] Using certificateDir")
+            parent = self._phase_at(parent_path) if parent_path else None
+            if parent is not None and parent.run is not None:
+                self._call(parent, parent_path)
             self._run_tree(
                 [p for p in siblings if not p.run_all_siblings], parent_path + "/" if parent_path else "", []
             )
         else:
             self._run_tree([phase], parent_path + "/" if parent_path else "", [])
         return self.data
+
+    def _phase_at(self, path: str) -> Phase[C] | None:
+        return next((p for p_path, p in self.walk() if p_path == path), None)
+
+    def _call(self, p: Phase[C], path: str) -> None:
+        try:
+            p.run(self.data)  # type: ignore[misc]
+        except PhaseError:
+            raise
+        except KubeadmError as e:
+            raise PhaseError(path, e) from e
 
     def _children_of(self, path: str) -> Sequence[Phase[C]]:
         if not path:
@@ -131,12 +146,7 @@ class Runner(Generic[C]):
             if p.run_if is not None and not p.run_if(self.data):
                 continue
             if p.run is not None:
-                try:
-                    p.run(self.data)
-                except PhaseError:
-                    raise
-                except KubeadmError as e:
-                    raise PhaseError(path, e) from e
+                self._call(p, path)
             self._run_tree(p.children, path + "/", skip)
 
     # --- CLI -----------------------------------------------------------------------------------------------------

@@ -17,9 +17,11 @@ import click
 from pykubeadm import constants as c
 from pykubeadm.api import load_init_config
 from pykubeadm.cli.main import CliState
+from pykubeadm.errors import ValidationError
 from pykubeadm.layout import Layout
 from pykubeadm.options import INIT_FLAGS, apply_options, flags_from_click, option
 from pykubeadm.phases.init import InitData, init_phases
+from pykubeadm.phases.init.certs import detect_external_ca
 from pykubeadm.workflow import Runner
 
 __all__ = ["build_init_data", "command"]
@@ -41,7 +43,7 @@ def build_init_data(state: CliState, flags: dict[str, Any], out: Any = click.ech
         e.lower()
         for e in [*flags.get("ignore-preflight-errors", ()), *cfg.init.node_registration.ignore_preflight_errors]
     }
-    return InitData(
+    data = InitData(
         cfg=cfg,
         layout=layout,
         real_layout=real,
@@ -53,6 +55,11 @@ def build_init_data(state: CliState, flags: dict[str, Any], out: Any = click.ech
         skip_certificate_key_print=bool(flags.get("skip-certificate-key-print")),
         patches_dir=Path(patches) if patches else None,
     )
+    if detect_external_ca(data) and data.upload_certs:
+        raise ValidationError(
+            ["--upload-certs: the CA key ca.key is missing (external CA mode); certificates cannot be uploaded"]
+        )
+    return data
 
 
 def _runner(state: CliState, flags: dict[str, Any]) -> Runner[InitData]:
@@ -69,8 +76,8 @@ def _invoke_phase(runner: Runner[InitData], path: str, params: dict[str, Any]) -
     state = ctx.find_object(CliState)
     assert state is not None
     flags = flags_from_click(params, ctx)
-    phase_runner = Runner(runner.phases, lambda: build_init_data(state, flags))
-    phase_runner.run_phase(path)
+    data = build_init_data(state, flags)  # config errors are reported before any phase, as kubeadm does
+    Runner(runner.phases, lambda: data).run_phase(path)
 
 
 _HELP_HEAD = "Run this command in order to set up the Kubernetes control plane"
@@ -96,9 +103,8 @@ def command(ctx: click.Context, **params: Any) -> None:
     assert state is not None
     flags = flags_from_click(params, ctx)
     runner = _runner(state, flags)
-    skip = list(flags.get("skip-phases", ()))
-    if not skip:
-        skip = list(runner.data.cfg.init.skip_phases)
+    data = runner.data  # config errors are reported before any phase, as kubeadm does
+    skip = list(flags.get("skip-phases", ())) or list(data.cfg.init.skip_phases)
     runner.run(skip)
 
 

@@ -99,7 +99,7 @@ def cluster_configuration(data: JoinData) -> ClusterConfiguration:
     if cached is None:
         data.out('[preflight] Reading configuration from the "kubeadm-config" ConfigMap in namespace "kube-system"...')
         data.out(
-            "[preflight] Use 'kubeadm init phase upload-config kubeadm --config your-config-file' to re-upload it."
+            "[preflight] Use 'kubeadm init phase upload-config --config your-config-file' to re-upload it."
         )
         cm = _configmap(data, c.KUBEADM_CONFIG_CONFIGMAP)
         text = (cm.data or {}).get(c.CLUSTER_CONFIGURATION_CONFIGMAP_KEY, "")

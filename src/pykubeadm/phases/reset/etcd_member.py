@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
+import requests
 import yaml
 from etcd3gw.client import Etcd3Client
 from etcd3gw.exceptions import Etcd3Exception
@@ -91,20 +92,21 @@ def read_etcd_pod(layout: Layout) -> EtcdPod | None:
 
 
 def _client(layout: Layout, url: str) -> Etcd3Client:
+    """A gateway client for one endpoint; TLS with the healthcheck-client pair. The environment is ignored (a
+    REQUESTS_CA_BUNDLE or proxy variable must not replace the etcd CA or reroute loopback calls)."""
     u = urlsplit(url)
+    session = requests.Session()
+    session.trust_env = False
     if u.scheme == "https":
         base = c.ETCD_HEALTHCHECK_CLIENT_CERT_AND_KEY_BASE_NAME
-        return Etcd3Client(
-            host=u.hostname or "127.0.0.1",
-            port=u.port or c.ETCD_LISTEN_CLIENT_PORT,
-            protocol="https",
-            ca_cert=str(layout.cert_path(c.ETCD_CA_CERT_AND_KEY_BASE_NAME)),
-            cert_cert=str(layout.cert_path(base)),
-            cert_key=str(layout.key_path(base)),
-            timeout=ETCD_TIMEOUT,
-        )
+        session.verify = str(layout.cert_path(c.ETCD_CA_CERT_AND_KEY_BASE_NAME))
+        session.cert = (str(layout.cert_path(base)), str(layout.key_path(base)))
     return Etcd3Client(
-        host=u.hostname or "127.0.0.1", port=u.port or c.ETCD_LISTEN_CLIENT_PORT, protocol="http", timeout=ETCD_TIMEOUT
+        host=u.hostname or "127.0.0.1",
+        port=u.port or c.ETCD_LISTEN_CLIENT_PORT,
+        protocol=u.scheme or "http",
+        timeout=ETCD_TIMEOUT,
+        session=session,
     )
 
 

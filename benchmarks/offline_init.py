@@ -1,0 +1,140 @@
+"""Wall time of all offline `init` phases (certs, kubeconfig, etcd, control-plane, kubelet-start files; preflight and
+the cluster phases skipped) for RSA-2048 and ECDSA-P256: median of N runs of the real CLI in a fresh --root-dir.
+
+Usage: .venv/bin/python benchmarks/offline_init.py [--runs 5]   → JSON on stdout.
+Targets (2 cores): ECDSA-P256 ≤ 1.0 s, RSA-2048 ≤ 3.0 s. The CLI time includes interpreter start-up; `phases_s` is
+the same work measured in-process (config load + phase runner), without start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SKIP = (
+    "preflight,wait-control-plane,upload-config,upload-certs,mark-control-plane,bootstrap-token,kubelet-finalize,"
+    "addon,show-join-command"
+)
+CONFIG = """apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+localAPIEndpoint:
+  advertiseAddress: 127.0.10.1
+nodeRegistration:
+  name: node1
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: v1.33.0
+encryptionAlgorithm: {algorithm}
+"""
+TARGETS = {"ECDSA-P256": 1.0, "RSA-2048": 3.0}
+
+
+def _stop_kubelet(root: Path) -> None:
+    """kubelet-start starts the node's built-in kubelet; stop it (not timed) so runs leave nothing behind."""
+    from pykubeadm.layout import Layout
+    from pykubeadm.phases.kubeletservice import stop_kubelet
+
+    stop_kubelet(Layout(root=root))
+
+
+def cli_run(algorithm: str, workdir: Path) -> float:
+    cfg = workdir / f"{algorithm}.yaml"
+    cfg.write_text(CONFIG.format(algorithm=algorithm))
+    root = Path(tempfile.mkdtemp(dir=workdir))
+    env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
+    t0 = time.perf_counter()
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pykubeadm",
+            "--root-dir",
+            str(root),
+            "init",
+            f"--skip-phases={SKIP}",
+            "--config",
+            str(cfg),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    elapsed = time.perf_counter() - t0
+    _stop_kubelet(root)
+    if res.returncode != 0:
+        raise SystemExit(f"init failed ({algorithm}):\n{res.stdout}\n{res.stderr}")
+    for f in (
+        "etc/kubernetes/pki/apiserver.crt",
+        "etc/kubernetes/admin.conf",
+        "etc/kubernetes/manifests/etcd.yaml",
+        "var/lib/kubelet/config.yaml",
+    ):
+        if not (root / f).exists():
+            raise SystemExit(f"init ({algorithm}) did not write {f}")
+    return elapsed
+
+
+def in_process_run(algorithm: str, workdir: Path) -> float:
+    from pykubeadm.cli.init import build_init_data
+    from pykubeadm.cli.main import CliState
+    from pykubeadm.phases.init import init_phases
+    from pykubeadm.workflow import Runner
+
+    cfg = workdir / f"{algorithm}.yaml"
+    cfg.write_text(CONFIG.format(algorithm=algorithm))
+    root = Path(tempfile.mkdtemp(dir=workdir))
+    t0 = time.perf_counter()
+    runner = Runner(
+        init_phases(), lambda: build_init_data(CliState(root, 0), {"config": str(cfg)}, out=lambda _l: None)
+    )
+    runner.run(SKIP.split(","))
+    elapsed = time.perf_counter() - t0
+    _stop_kubelet(root)
+    return elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="offline-init-bench") as tmp:
+        work = Path(tmp)
+        for algorithm in ("ECDSA-P256", "RSA-2048"):
+            cli = [cli_run(algorithm, work) for _ in range(args.runs)]
+            phases = [in_process_run(algorithm, work) for _ in range(args.runs)]
+            median = statistics.median(cli)
+            results[algorithm] = {
+                "cli_median_s": round(median, 3),
+                "cli_runs_s": [round(x, 3) for x in cli],
+                "phases_median_s": round(statistics.median(phases), 3),
+                "target_s": TARGETS[algorithm],
+                "meets_target": median <= TARGETS[algorithm],
+            }
+    print(
+        json.dumps(
+            {
+                "benchmark": "offline_init",
+                "phases": "certs, kubeconfig, etcd, control-plane, kubelet-start (files); preflight skipped",
+                "runs": args.runs,
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "results": results,
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
