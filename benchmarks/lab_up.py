@@ -1,0 +1,119 @@
+"""Wall time of `pykubeadm lab up --workers 2` until every Node is Ready, and of one extra `lab join`, median of N runs,
+with the peak RSS (VmHWM) of every process of the lab. Prints JSON.
+
+Targets on a 2-core machine: lab up <= 5 s, one join <= 1 s, the whole control plane + kubelet <= 300 MB RSS.
+Run: .venv/bin/python benchmarks/lab_up.py [--runs 5] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _pykubeadm(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
+    return subprocess.run([sys.executable, "-m", "pykubeadm", *args], capture_output=True, text=True, env=env)
+
+
+def _processes(lab_dir: Path) -> dict[int, str]:
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        text = [a.decode(errors="replace") for a in args if a]
+        if any(str(lab_dir) in a for a in text):
+            out[int(entry.name)] = _role(text)
+    return out
+
+
+def _role(args: list[str]) -> str:
+    root = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--root-dir"), "")
+    node = Path(root).name if root else ""
+    if "component" in args:
+        name = args[args.index("component") + 1]
+        return f"{name}@{node}" if node else name
+    if args and Path(args[0]).name == "etcd":
+        return "etcd"
+    return " ".join(args[:4])
+
+
+def _peak_rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def one_run(workers: int) -> dict[str, object]:
+    with tempfile.TemporaryDirectory(prefix="lab-bench") as tmp:
+        lab_dir = Path(tmp) / "lab"
+        t0 = time.perf_counter()
+        res = _pykubeadm("lab", "up", "--workers", str(workers), "--dir", str(lab_dir))
+        up = time.perf_counter() - t0
+        try:
+            if res.returncode != 0:
+                raise SystemExit(f"lab up failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+            t1 = time.perf_counter()
+            res = _pykubeadm("lab", "join", "--dir", str(lab_dir))
+            join = time.perf_counter() - t1
+            if res.returncode != 0:
+                raise SystemExit(f"lab join failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+            rss = {role: _peak_rss_mb(pid) for pid, role in _processes(lab_dir).items()}
+        finally:
+            _pykubeadm("lab", "down", "--dir", str(lab_dir))
+        control_plane = {
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "etcd",
+            "kubelet@lab-control-plane",
+        }
+        cp = {r: v for r, v in rss.items() if v is not None and r in control_plane}
+        return {"up_s": up, "join_s": join, "peak_rss_mb": rss, "control_plane_and_kubelet_mb": sum(cp.values())}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+    runs = [one_run(args.workers) for _ in range(args.runs)]
+    ups = [float(r["up_s"]) for r in runs]
+    joins = [float(r["join_s"]) for r in runs]
+    mem = max(float(r["control_plane_and_kubelet_mb"]) for r in runs)  # type: ignore[arg-type]
+    print(
+        json.dumps(
+            {
+                "benchmark": "lab_up",
+                "workers": args.workers,
+                "runs": args.runs,
+                "lab_up_median_s": round(statistics.median(ups), 3),
+                "lab_up_runs_s": [round(x, 3) for x in ups],
+                "join_median_s": round(statistics.median(joins), 3),
+                "join_runs_s": [round(x, 3) for x in joins],
+                "control_plane_and_kubelet_peak_rss_mb": round(mem, 1),
+                "peak_rss_mb_last_run": {k: round(v, 1) for k, v in runs[-1]["peak_rss_mb"].items() if v},  # type: ignore[union-attr]
+                "targets": {"lab_up_s": 5.0, "join_s": 1.0, "control_plane_and_kubelet_mb": 300},
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
