@@ -1,0 +1,380 @@
+"""Thin layer over lightkube for everything in pykubeadm that talks to a Kubernetes API server over HTTPS.
+
+Used by kubeadm's phases (sync), the controller-manager, the scheduler and the kubelet (async). It owns:
+
+* loading a kubeconfig file as kubeadm writes it (embedded or file cert/key/CA, bearer token) into a lightkube
+  `AsyncClient` / `Client` (`async_client`, `sync_client`);
+* `create_or_update` / `create_or_update_sync`: POST, and on AlreadyExists PUT over the live resourceVersion;
+* `wait_for` / `wait_for_sync`: poll an object until a predicate holds (or a timeout);
+* `Informer`: list + watch with resume from the last resourceVersion and a fresh list on 410 Gone, keeping a cache and
+  calling handlers (the shape of client-go's reflector/informer).
+
+Errors stay lightkube's `ApiError` (it carries the server's Status); `status_code(err)` and `is_*` helpers classify them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import httpx2
+from lightkube import ApiError, AsyncClient, Client, KubeConfig
+from lightkube.core.exceptions import ConfigError, NotReadyError
+from lightkube.types import OnErrorAction, OnErrorResult
+
+from pykubeadm.errors import KubeconfigError
+
+__all__ = [
+    "ApiError",
+    "EventHandler",
+    "Informer",
+    "async_client",
+    "create_or_update",
+    "create_or_update_sync",
+    "delete_with_uid",
+    "is_already_exists",
+    "is_conflict",
+    "is_not_found",
+    "load_kubeconfig",
+    "object_key",
+    "status_code",
+    "sync_client",
+    "wait_for",
+    "wait_for_sync",
+]
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+
+#: Default per-request timeout (watches have no read timeout).
+DEFAULT_TIMEOUT = 10.0
+
+
+def load_kubeconfig(path: str | Path) -> KubeConfig:
+    """Read a kubeconfig file (current-context; embedded `*-data` fields and `token` are supported)."""
+    try:
+        return KubeConfig.from_file(path)
+    except (ConfigError, OSError, KeyError, TypeError, ValueError) as err:
+        raise KubeconfigError(f"failed to load kubeconfig {path}: {err}") from err
+
+
+def _config(kubeconfig: str | Path | KubeConfig) -> KubeConfig:
+    return kubeconfig if isinstance(kubeconfig, KubeConfig) else load_kubeconfig(kubeconfig)
+
+
+def async_client(
+    kubeconfig: str | Path | KubeConfig, *, timeout: float = DEFAULT_TIMEOUT, field_manager: str | None = None
+) -> AsyncClient:
+    """An async lightkube client for the kubeconfig's current context. Proxy variables are ignored (loopback APIs)."""
+    try:
+        return AsyncClient(
+            _config(kubeconfig), timeout=httpx2.Timeout(timeout), field_manager=field_manager, trust_env=False
+        )
+    except (ConfigError, OSError) as err:
+        raise KubeconfigError(f"invalid kubeconfig {kubeconfig}: {err}") from err
+
+
+def sync_client(
+    kubeconfig: str | Path | KubeConfig, *, timeout: float = DEFAULT_TIMEOUT, field_manager: str | None = None
+) -> Client:
+    """A blocking lightkube client for the kubeconfig's current context."""
+    try:
+        return Client(
+            _config(kubeconfig), timeout=httpx2.Timeout(timeout), field_manager=field_manager, trust_env=False
+        )
+    except (ConfigError, OSError) as err:
+        raise KubeconfigError(f"invalid kubeconfig {kubeconfig}: {err}") from err
+
+
+# --- error classification --------------------------------------------------------------------------------------------
+
+
+def status_code(err: BaseException) -> int | None:
+    """The HTTP status of an ApiError (None for transport errors)."""
+    if isinstance(err, ApiError):
+        return err.status.code or (err.response.status_code if err.response is not None else None)
+    return None
+
+
+def is_not_found(err: BaseException) -> bool:
+    return status_code(err) == 404
+
+
+def is_conflict(err: BaseException) -> bool:
+    return status_code(err) == 409 and getattr(err.status, "reason", None) != "AlreadyExists"  # type: ignore[attr-defined]
+
+
+def is_already_exists(err: BaseException) -> bool:
+    return status_code(err) == 409 and getattr(err.status, "reason", None) == "AlreadyExists"  # type: ignore[attr-defined]
+
+
+def object_key(obj: Any) -> str:
+    """`namespace/name` (or `name` for cluster-scoped objects), like client-go's MetaNamespaceKeyFunc."""
+    meta = obj.metadata
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else str(meta.name)
+
+
+# --- create or update ------------------------------------------------------------------------------------------------
+
+
+def _namespace_of(obj: Any) -> str | None:
+    return getattr(obj.metadata, "namespace", None)
+
+
+async def create_or_update(client: AsyncClient, obj: R, *, retries: int = 5) -> R:
+    """Create `obj`; if it exists, replace it, carrying the live resourceVersion (retrying on Conflict)."""
+    try:
+        return await client.create(obj)  # type: ignore[call-overload,no-any-return]
+    except ApiError as err:
+        if not is_already_exists(err):
+            raise
+    res = type(obj)
+    for attempt in range(retries):
+        live = await client.get(res, obj.metadata.name, namespace=_namespace_of(obj))  # type: ignore[attr-defined]
+        obj.metadata.resourceVersion = live.metadata.resourceVersion  # type: ignore[attr-defined]
+        try:
+            return await client.replace(obj)  # type: ignore[call-overload,no-any-return]
+        except ApiError as err:
+            if not is_conflict(err) or attempt == retries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def create_or_update_sync(client: Client, obj: R, *, retries: int = 5) -> R:
+    """Blocking `create_or_update`."""
+    try:
+        return client.create(obj)  # type: ignore[call-overload,no-any-return]
+    except ApiError as err:
+        if not is_already_exists(err):
+            raise
+    res = type(obj)
+    for attempt in range(retries):
+        live = client.get(res, obj.metadata.name, namespace=_namespace_of(obj))  # type: ignore[attr-defined]
+        obj.metadata.resourceVersion = live.metadata.resourceVersion  # type: ignore[attr-defined]
+        try:
+            return client.replace(obj)  # type: ignore[call-overload,no-any-return]
+        except ApiError as err:
+            if not is_conflict(err) or attempt == retries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def delete_with_uid(client: AsyncClient, res: type, name: str, uid: str, *, namespace: str | None = None) -> None:
+    """DELETE with `preconditions.uid` (so a re-created object of the same name survives); lightkube lacks the body."""
+    generic = client._client
+    br = generic.prepare_request("delete", res=res, name=name, namespace=namespace)
+    if uid:
+        br.data = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}}
+    request = generic.build_adapter_request(br)
+    response = await generic.send(request)
+    generic.raise_for_status(response)
+
+
+# --- waiting ---------------------------------------------------------------------------------------------------------
+
+
+async def wait_for(
+    client: AsyncClient,
+    res: type[R],
+    name: str,
+    predicate: Callable[[R], bool],
+    *,
+    namespace: str | None = None,
+    timeout: float = 60.0,
+    interval: float = 0.5,
+) -> R:
+    """Poll GET until `predicate(obj)` is true; NotFound and transport errors count as "not yet". TimeoutError."""
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while True:
+        try:
+            obj = await client.get(res, name, namespace=namespace)  # type: ignore[call-overload]
+            if predicate(obj):
+                return obj  # type: ignore[no-any-return]
+        except (ApiError, httpx2.TransportError) as err:
+            if isinstance(err, ApiError) and not is_not_found(err):
+                raise
+            last = err
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out waiting for {res.__name__} {name}" + (f": {last}" if last else ""))
+        await asyncio.sleep(interval)
+
+
+def wait_for_sync(
+    client: Client,
+    res: type[R],
+    name: str,
+    predicate: Callable[[R], bool],
+    *,
+    namespace: str | None = None,
+    timeout: float = 60.0,
+    interval: float = 0.5,
+) -> R:
+    """Blocking `wait_for`."""
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while True:
+        try:
+            obj = client.get(res, name, namespace=namespace)  # type: ignore[call-overload]
+            if predicate(obj):
+                return obj  # type: ignore[no-any-return]
+        except (ApiError, httpx2.TransportError) as err:
+            if isinstance(err, ApiError) and not is_not_found(err):
+                raise
+            last = err
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out waiting for {res.__name__} {name}" + (f": {last}" if last else ""))
+        time.sleep(interval)
+
+
+# --- informer --------------------------------------------------------------------------------------------------------
+
+#: handler(event_type, new_or_last_object, old_object_or_None); event_type is ADDED, MODIFIED or DELETED.
+EventHandler = Callable[[str, Any, Any], Awaitable[None] | None]
+
+
+def _raise(_err: Exception, _count: int) -> OnErrorResult:
+    return OnErrorResult(OnErrorAction.RAISE)
+
+
+class Informer(Generic[R]):
+    """List+watch one resource type into a cache and call handlers for every change.
+
+    After the first list `synced` is set. A dropped watch resumes from the last resourceVersion seen; 410 Gone (or an
+    ERROR event with code 410) triggers a fresh list whose differences with the cache become ADDED/MODIFIED/DELETED
+    events, so handlers never miss a deletion. `resync` (seconds) re-delivers every cached object as MODIFIED.
+    """
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        res: type[R],
+        *,
+        namespace: str | None = None,
+        fields: dict[str, str] | None = None,
+        labels: dict[str, Any] | None = None,
+        resync: float | None = None,
+        watch_timeout: int = 300,
+        backoff: float = 1.0,
+    ):
+        self.client = client
+        self.res = res
+        self.namespace = namespace
+        self.fields = fields
+        self.labels = labels
+        self.resync = resync
+        self.watch_timeout = watch_timeout
+        self.backoff = backoff
+        self.cache: dict[str, R] = {}
+        self.synced = asyncio.Event()
+        self.resource_version: str | None = None
+        self._handlers: list[EventHandler] = []
+
+    def add_handler(self, handler: EventHandler) -> None:
+        self._handlers.append(handler)
+
+    def get(self, key: str) -> R | None:
+        return self.cache.get(key)
+
+    def items(self) -> Iterable[R]:
+        return list(self.cache.values())
+
+    async def _emit(self, event: str, obj: Any, old: Any) -> None:
+        for handler in self._handlers:
+            try:
+                result = handler(event, obj, old)
+                if asyncio.iscoroutine(result):
+                    await result
+            except Exception:  # a faulty handler must not stop the watch (or the other handlers)
+                log.exception("%s handler failed on %s %s", self.res.__name__, event, object_key(obj))
+
+    def _ns_kwargs(self) -> dict[str, Any]:
+        return {"namespace": self.namespace} if self.namespace is not None else {}
+
+    async def _list(self) -> None:
+        listing = self.client.list(self.res, fields=self.fields, labels=self.labels, **self._ns_kwargs())  # type: ignore[call-overload]
+        fresh: dict[str, R] = {}
+        async for obj in listing:
+            fresh[object_key(obj)] = obj
+        try:
+            self.resource_version = listing.resourceVersion
+        except NotReadyError:
+            self.resource_version = None
+        old_cache, self.cache = self.cache, fresh
+        for key, obj in fresh.items():
+            old = old_cache.get(key)
+            if old is None:
+                await self._emit("ADDED", obj, None)
+            elif old.metadata.resourceVersion != obj.metadata.resourceVersion:  # type: ignore[attr-defined]
+                await self._emit("MODIFIED", obj, old)
+        for key, old in old_cache.items():
+            if key not in fresh:
+                await self._emit("DELETED", old, old)
+        self.synced.set()
+
+    async def _watch(self) -> None:
+        stream = self.client.watch(  # type: ignore[call-overload]
+            self.res,
+            fields=self.fields,
+            labels=self.labels,
+            resource_version=self.resource_version,
+            server_timeout=self.watch_timeout,
+            on_error=_raise,
+            **self._ns_kwargs(),
+        )
+        async for event, obj in stream:
+            if event not in ("ADDED", "MODIFIED", "DELETED"):
+                continue  # BOOKMARK
+            rv = obj.metadata.resourceVersion
+            if rv:
+                self.resource_version = rv
+            key = object_key(obj)
+            old = self.cache.get(key)
+            if event == "DELETED":
+                self.cache.pop(key, None)
+                await self._emit("DELETED", obj, old)
+            else:
+                self.cache[key] = obj
+                await self._emit("ADDED" if old is None else "MODIFIED", obj, old)
+
+    async def _resync_loop(self) -> None:
+        assert self.resync is not None
+        while True:
+            await asyncio.sleep(self.resync)
+            for obj in list(self.cache.values()):
+                await self._emit("MODIFIED", obj, obj)
+
+    async def run(self) -> None:
+        """Run until cancelled."""
+        resync_task = asyncio.create_task(self._resync_loop()) if self.resync else None
+        need_list = True
+        try:
+            while True:
+                try:
+                    if need_list:
+                        await self._list()
+                        need_list = False
+                    await self._watch()
+                except ApiError as err:
+                    if status_code(err) == 410:
+                        log.info("%s watch expired (410 Gone); re-listing", self.res.__name__)
+                        need_list = True
+                        continue
+                    log.warning("%s list/watch failed: %s", self.res.__name__, err)
+                    need_list = need_list or self.resource_version is None
+                    await asyncio.sleep(self.backoff)
+                except (httpx2.HTTPError, OSError) as err:
+                    log.info("%s watch interrupted: %s; resuming", self.res.__name__, err)
+                    need_list = need_list or self.resource_version is None
+                    await asyncio.sleep(self.backoff)
+        finally:
+            if resync_task:
+                resync_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await resync_task

@@ -1,0 +1,172 @@
+"""The nodelifecycle controller: marks Nodes whose kubelet stopped heart-beating, and taints them by their Ready condition.
+
+Every --node-monitor-period (5 s) each Node's last heartbeat is the later of (a) when this controller last *observed* its
+kube-node-lease Lease change and (b) the Ready condition's lastHeartbeatTime. Past --node-monitor-grace-period
+(40 s; 60 s node-startup grace for a Node that never posted status) its conditions become Unknown /
+NodeStatusUnknown / "Kubelet stopped posting node status." Taints follow Ready: Unknown → node.kubernetes.io/unreachable,
+False → node.kubernetes.io/not-ready (NoSchedule and NoExecute), True → neither.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from lightkube.resources.coordination_v1 import Lease
+from lightkube.resources.core_v1 import Node, NodeStatus
+
+from pykubeadm import constants as c
+from pykubeadm.client import ApiError, is_conflict, is_not_found
+from pykubeadm.controllers.csrutil import parse_time
+from pykubeadm.controllers.runtime import Controller, TemporaryError
+
+__all__ = ["NodeLifecycleController", "desired_taints", "mark_unknown"]
+
+log = logging.getLogger(__name__)
+
+TAINT_UNREACHABLE: Final = "node.kubernetes.io/unreachable"
+TAINT_NOT_READY: Final = "node.kubernetes.io/not-ready"
+_CONDITION_TYPES: Final = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
+
+
+def _fmt(now: datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def mark_unknown(node: Mapping[str, Any], now: datetime, never_updated: bool) -> dict[str, Any] | None:
+    """The Node with every condition Unknown (None if already so)."""
+    reason, message = (
+        ("NodeStatusNeverUpdated", "Kubelet never posted node status.")
+        if never_updated
+        else ("NodeStatusUnknown", "Kubelet stopped posting node status.")
+    )
+    new = copy.deepcopy(dict(node))
+    status = new.setdefault("status", {})
+    conditions = status.setdefault("conditions", [])
+    by_type = {cond.get("type"): cond for cond in conditions}
+    changed = False
+    for cond_type in _CONDITION_TYPES:
+        cond = by_type.get(cond_type)
+        if cond is None:
+            conditions.append(
+                {
+                    "type": cond_type,
+                    "status": "Unknown",
+                    "reason": reason,
+                    "message": message,
+                    "lastHeartbeatTime": (node.get("metadata") or {}).get("creationTimestamp") or _fmt(now),
+                    "lastTransitionTime": _fmt(now),
+                }
+            )
+            changed = True
+        elif cond.get("status") != "Unknown":
+            cond.update(status="Unknown", reason=reason, message=message, lastTransitionTime=_fmt(now))
+            changed = True
+    return new if changed else None
+
+
+def desired_taints(
+    taints: list[dict[str, Any]], ready_status: str | None, now: datetime
+) -> list[dict[str, Any]] | None:
+    """The Node's taints with unreachable/not-ready set to match Ready (None when unchanged)."""
+    want_key = {"Unknown": TAINT_UNREACHABLE, "False": TAINT_NOT_READY}.get(ready_status or "")
+    managed = (TAINT_UNREACHABLE, TAINT_NOT_READY)
+    kept = [t for t in taints if t.get("key") not in managed or t.get("key") == want_key]
+    if want_key is not None:
+        for effect in ("NoSchedule", "NoExecute"):
+            if not any(t.get("key") == want_key and t.get("effect") == effect for t in kept):
+                taint = {"key": want_key, "effect": effect}
+                if effect == "NoExecute":
+                    taint["timeAdded"] = _fmt(now)
+                kept.append(taint)
+    return None if kept == taints else kept
+
+
+class NodeLifecycleController(Controller):
+    name = "nodelifecycle"
+    service_account = "node-controller"
+
+    def setup(self) -> None:
+        opts = self.ctx.options
+        self.monitor_period = getattr(opts, "node_monitor_period", 5.0) if opts is not None else 5.0
+        self.grace = getattr(opts, "node_monitor_grace_period", 40.0) if opts is not None else 40.0
+        self.startup_grace = getattr(opts, "node_startup_grace_period", 60.0) if opts is not None else 60.0
+        self._lease_seen: dict[str, float] = {}
+        self.nodes = self.watch(Node, self._on_node)
+        self.leases = self.watch(Lease, self._on_lease, namespace=c.NAMESPACE_NODE_LEASE)
+        self._started = time.monotonic()
+
+    def _on_node(self, event: str, obj: Any, old: Any) -> None:
+        if event == "DELETED":
+            self._lease_seen.pop(obj.metadata.name, None)
+        else:
+            self.queue.add(obj.metadata.name)
+
+    def _on_lease(self, event: str, obj: Any, old: Any) -> None:
+        if event != "DELETED":
+            self._lease_seen[obj.metadata.name] = time.monotonic()
+
+    async def background(self) -> None:
+        while True:
+            await asyncio.sleep(self.monitor_period)
+            for node in self.nodes.items():
+                self.queue.add(node.metadata.name)
+
+    def _stale(self, node: Mapping[str, Any]) -> tuple[bool, bool]:
+        """(stale, never_updated) judged by local observation of the Lease and the Ready heartbeat."""
+        name = node["metadata"]["name"]
+        now_mono, now = time.monotonic(), datetime.now(UTC)
+        conditions = (node.get("status") or {}).get("conditions") or []
+        ready = next((cond for cond in conditions if cond.get("type") == "Ready"), None)
+        ages = []
+        if name in self._lease_seen:
+            ages.append(now_mono - self._lease_seen[name])
+        else:
+            # no Lease change seen yet: count from our own start (a Lease seen at the first list counts as fresh)
+            ages.append(now_mono - self._started)
+        heartbeat = parse_time(ready.get("lastHeartbeatTime")) if ready else None
+        if heartbeat is not None:
+            ages.append((now - heartbeat).total_seconds())
+        if ready is None:
+            created = parse_time((node.get("metadata") or {}).get("creationTimestamp"))
+            age = (now - created).total_seconds() if created else 0.0
+            return min(ages) > self.startup_grace and age > self.startup_grace, True
+        return min(ages) > self.grace, False
+
+    async def sync(self, key: Any) -> None:
+        obj = self.nodes.get(key)
+        if obj is None:
+            return
+        node = obj.to_dict()
+        now = datetime.now(UTC)
+        stale, never = self._stale(node)
+        if stale:
+            updated = mark_unknown(node, now, never)
+            if updated is not None:
+                log.info("node %s stopped posting status; marking it Unknown", key)
+                await self._write(NodeStatus.from_dict(updated), key)
+                return  # the informer brings the new object back; taints follow on the next sync
+        conditions = (node.get("status") or {}).get("conditions") or []
+        ready = next((cond.get("status") for cond in conditions if cond.get("type") == "Ready"), None)
+        taints = desired_taints(list((node.get("spec") or {}).get("taints") or []), ready, now)
+        if taints is not None:
+            node.setdefault("spec", {})["taints"] = taints
+            await self._write(Node.from_dict(node), None)
+
+    async def _write(self, body: Any, status_of: str | None) -> None:
+        try:
+            if status_of is not None:
+                await self.client.replace(body, status_of)
+            else:
+                await self.client.replace(body)
+        except ApiError as err:
+            if is_not_found(err):
+                return
+            if is_conflict(err):
+                raise TemporaryError("node changed meanwhile") from err
+            raise
