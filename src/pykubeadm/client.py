@@ -60,7 +60,7 @@ def load_kubeconfig(path: str | Path) -> KubeConfig:
     """Read a kubeconfig file (current-context; embedded `*-data` fields and `token` are supported)."""
     try:
         return KubeConfig.from_file(path)
-    except (ConfigError, OSError, KeyError, TypeError, ValueError) as err:
+    except (ConfigError, OSError, KeyError, TypeError, ValueError, AttributeError) as err:
         raise KubeconfigError(f"failed to load kubeconfig {path}: {err}") from err
 
 

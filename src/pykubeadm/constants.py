@@ -64,6 +64,10 @@ KUBE_PROXY_CONFIG_MOUNT: Final = "/var/lib/kube-proxy"
 FLEXVOLUME_DIR: Final = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec"
 #: Pod log directory of the kubelet.
 POD_LOG_DIR: Final = "/var/log/pods"
+#: Built-in mode's own state (node paths): SQLite datastore, daemon pid files, daemon logs (reset removes them).
+PYKUBEADM_LIB_DIR: Final = "/var/lib/pykubeadm"
+PYKUBEADM_RUN_DIR: Final = "/var/run/pykubeadm"
+PYKUBEADM_LOG_DIR: Final = "/var/log/pykubeadm"
 #: Environment variables overriding dry-run directories.
 DRYRUN_DIR_ENV: Final[dict[str, str]] = {
     "init": "KUBEADM_INIT_DRYRUN_DIR",

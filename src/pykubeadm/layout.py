@@ -146,7 +146,7 @@ class Layout:
     @property
     def run_dir(self) -> Path:
         """Where pykubeadm keeps daemon state of this node (pid and log files of the built-in kubelet)."""
-        return self.host("/var/run/pykubeadm")
+        return self.host(c.PYKUBEADM_RUN_DIR)
 
     @property
     def kubelet_pid_file(self) -> Path:
@@ -154,9 +154,9 @@ class Layout:
 
     @property
     def kubelet_log_file(self) -> Path:
-        return self.host("/var/log/pykubeadm/kubelet.log")
+        return self.host(f"{c.PYKUBEADM_LOG_DIR}/kubelet.log")
 
     @property
     def state_db(self) -> Path:
         """The embedded SQLite datastore of the built-in apiserver (built-in mode)."""
-        return self.host("/var/lib/pykubeadm/state.db")
+        return self.host(f"{c.PYKUBEADM_LIB_DIR}/state.db")

@@ -43,7 +43,11 @@ def _processes_under(path: Path) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        if str(path) in cmdline and int(entry.name) != os.getpid():
+        args = cmdline.split("\0")
+        inside = any(
+            a == str(path) or a.startswith(f"{path}/") or f"={path}/" in a or a.endswith(f"={path}") for a in args
+        )
+        if inside and int(entry.name) != os.getpid():
             pids.append(int(entry.name))
     return pids
 

@@ -34,7 +34,7 @@ CONTROL_PLANE = "lab-control-plane"
 #: Lab bookkeeping (configs, patches, logs) inside the lab dir.
 LAB_STATE_DIR = ".lab"
 #: Where the built-in apiserver keeps its SQLite datastore (node path, mounted into the apiserver Pod).
-SQLITE_STATE_DIR = "/var/lib/pykubeadm"
+SQLITE_STATE_DIR = c.PYKUBEADM_LIB_DIR
 SQLITE_URL = f"sqlite://{SQLITE_STATE_DIR}/state.db"
 #: First three octets of the lab's loopback addresses.
 ADDRESS_PREFIX = "127.0.10."

@@ -138,10 +138,14 @@ def test_etcd_local_and_external_ca(tmp_path: Path, default_cfg: Path) -> None:
     assert '[etcd] Creating static Pod manifest for local etcd in "/etc/kubernetes/manifests"' in r.stdout
     assert stat.S_IMODE((root / "var/lib/etcd").stat().st_mode) == 0o700
     assert "--initial-cluster=node1=https://127.0.10.1:2380" in command(root, "etcd")
-    # external CA: ca.crt present, ca.key missing → empty signing flags
-    pki = root / "etc/kubernetes/pki"
-    pki.mkdir(parents=True)
-    (pki / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
+    # external CA: a valid ca.crt (and the leaves it signed) present, ca.key missing → empty signing flags
+    r = subprocess.run(
+        [*CMD, "--root-dir", str(root), "init", "phase", "certs", "all", "--config", str(default_cfg)],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    (root / "etc/kubernetes/pki/ca.key").unlink()
     r = run(root, "control-plane", "controller-manager", cfg=default_cfg)
     assert r.returncode == 0, r.stderr
     kcm = command(root, "kube-controller-manager")

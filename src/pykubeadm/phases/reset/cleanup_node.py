@@ -43,7 +43,7 @@ KUBECONFIG_FILES = (
     c.SCHEDULER_KUBECONFIG_FILE,
 )
 #: Directories of the built-in mode (node paths), removed whole.
-BUILTIN_STATE_DIRS = ("/var/lib/pykubeadm", "/var/run/pykubeadm", "/var/log/pykubeadm")
+BUILTIN_STATE_DIRS = (c.PYKUBEADM_LIB_DIR, c.PYKUBEADM_RUN_DIR, c.PYKUBEADM_LOG_DIR)
 _UNMOUNT_FLAGS = {"MNT_FORCE": 1, "MNT_DETACH": 2, "MNT_EXPIRE": 4, "UMOUNT_NOFOLLOW": 8}
 
 

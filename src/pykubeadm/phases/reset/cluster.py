@@ -70,7 +70,7 @@ def fetch_cluster_configuration(
         cluster = load_documents(text).kinds.get("ClusterConfiguration")
         if not isinstance(cluster, ClusterConfiguration):
             raise KubeadmError(f"the {c.KUBEADM_CONFIG_CONFIGMAP} ConfigMap holds no ClusterConfiguration")
-    except KubeadmError as err:
+    except Exception as err:
         log.warning(
             "[reset] Unable to fetch the kubeadm-config ConfigMap from cluster: failed to get config map: %s", err
         )

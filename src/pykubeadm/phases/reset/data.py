@@ -15,13 +15,20 @@ from typing import Any
 from pykubeadm.api import ClusterConfiguration, ResetConfiguration
 from pykubeadm.layout import Layout
 
-__all__ = ["ResetData", "read_stdin_line"]
+__all__ = ["ResetData", "ask_stdin", "read_stdin_line"]
 
 
 def read_stdin_line() -> str:
     """One line from stdin without its newline ("" at end of input), like bufio.Scanner.Scan + Text."""
     line = sys.stdin.readline()
     return line.rstrip("\r\n")
+
+
+def ask_stdin(prompt: str) -> str:
+    """Write `prompt` (no newline) to stdout and read the answer line from stdin."""
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    return read_stdin_line()
 
 
 @dataclass
@@ -33,7 +40,7 @@ class ResetData:
     kubeconfig: Path
     out: Callable[[str], None] = print
     #: Prints the confirmation prompt (no newline) and returns the answer line.
-    ask: Callable[[str], str] = field(default=lambda prompt: (print(prompt, end="", flush=True), read_stdin_line())[1])
+    ask: Callable[[str], str] = ask_stdin
     cluster: ClusterConfiguration | None = None
     state: dict[str, Any] = field(default_factory=dict)
 

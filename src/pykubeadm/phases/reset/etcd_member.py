@@ -10,6 +10,7 @@ the local one is already unhealthy).
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 ETCD_DATA_VOLUME = "etcd-data"
 #: Per-request timeout of etcd calls during reset.
 ETCD_TIMEOUT = 5.0
+#: How long a refused member removal is retried.
+REMOVE_TIMEOUT = 20.0
 
 
 @dataclass(frozen=True)
@@ -144,5 +147,16 @@ def remove_member(layout: Layout, pod: EtcdPod) -> bool:
     def remove(cl: Etcd3Client) -> Any:
         return cl.post(cl.get_url("/cluster/member/remove"), json={"ID": member_id})
 
-    _call(layout, [*others, *local], "remove the etcd member", remove)
-    return True
+    # etcd refuses to remove a member while its peers have been connected only briefly ("unhealthy cluster"):
+    # retry like kubeadm's RemoveMember, but not for its full two minutes.
+    deadline = time.monotonic() + REMOVE_TIMEOUT
+    while True:
+        try:
+            _call(layout, [*others, *local], "remove the etcd member", remove)
+            return True
+        except KubeadmError as err:
+            if "member not found" in str(err):
+                return True
+            if time.monotonic() >= deadline:
+                raise
+        time.sleep(c.ETCD_API_CALL_RETRY_INTERVAL.total_seconds())
