@@ -1,8 +1,7 @@
-"""`pykubeadm component NAME flags…`: run a built-in Kubernetes component in the foreground.
+"""`pykubeadm component NAME …flags`: run a built-in control-plane component the way the kubelet runs its image.
 
-Static Pod manifests name an image; the built-in kubelet maps the image to `pykubeadm component <name>` and passes the
-manifest's command/args as flags. Each component's flag parsing lives with the component: module `COMPONENTS[name]`
-exposes a click command `command`, imported only when that component starts.
+Each component's click command lives in its own package as `pykubeadm.<pkg>.cli:command`; register it in
+`COMPONENTS` (one line) and it is imported only when run.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import click
 
 __all__ = ["COMPONENTS", "command"]
 
-#: component name → module exposing `command` (a click.Command parsing the component's real flags).
+#: component name → module exposing a click command named `command`.
 COMPONENTS: dict[str, str] = {
     "kube-apiserver": "pykubeadm.apiserver.cli",
     "kube-controller-manager": "pykubeadm.controllers.cli",
@@ -22,7 +21,7 @@ COMPONENTS: dict[str, str] = {
 }
 
 
-class _Components(click.Group):
+class _LazyComponents(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMPONENTS)
 
@@ -30,11 +29,14 @@ class _Components(click.Group):
         module = COMPONENTS.get(cmd_name)
         if module is None:
             return None
-        cmd: click.Command = importlib.import_module(module).command
-        cmd.name = cmd_name
-        return cmd
+        try:
+            return importlib.import_module(module).command
+        except ModuleNotFoundError as e:
+            if e.name == module:
+                raise click.UsageError(f"component {cmd_name!r} is not available yet ({module} is missing)") from None
+            raise
 
 
-@click.group(cls=_Components, name="component")
+@click.group("component", cls=_LazyComponents)
 def command() -> None:
     """Run a built-in Kubernetes component (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet)."""

@@ -1,0 +1,173 @@
+"""What kube-apiserver creates and maintains by itself: the built-in namespaces, the system PriorityClasses, the
+`kubernetes` Service and Endpoints, the default RBAC policy, and namespace termination (content removal, then the
+`kubernetes` finalizer) so `kubectl delete ns` completes without a controller manager.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+from typing import Any
+
+from pykubeadm import constants as c
+from pykubeadm.apiserver import status as st
+from pykubeadm.apiserver.registry import STRATEGIES, RequestContext
+from pykubeadm.apiserver.registry.priorityclass import SYSTEM_CLASSES
+from pykubeadm.apiserver.selectors import FieldSelector, LabelSelector
+from pykubeadm.apiserver.state import ApiState
+
+log = logging.getLogger("pykubeadm.apiserver.bootstrap")
+Obj = dict[str, Any]
+
+SYSTEM_CTX = RequestContext()
+BUILTIN_NAMESPACES = (c.NAMESPACE_DEFAULT, c.NAMESPACE_SYSTEM, c.NAMESPACE_PUBLIC, c.NAMESPACE_NODE_LEASE)
+AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
+
+
+async def _ensure(state: ApiState, resource: str, namespace: str, obj: Obj) -> None:
+    store = state.store(resource)
+    with contextlib.suppress(st.ApiError):
+        if await store.try_get(namespace, obj["metadata"]["name"]) is None:
+            await store.create(namespace, obj, SYSTEM_CTX)
+
+
+async def ensure_builtin_objects(state: ApiState, advertise_address: str, secure_port: int, service_ip: str) -> None:
+    for ns in BUILTIN_NAMESPACES:
+        await _ensure(state, "namespaces", "", {"metadata": {"name": ns}})
+    for name, (value, desc) in SYSTEM_CLASSES.items():
+        await _ensure(
+            state,
+            "priorityclasses.scheduling.k8s.io",
+            "",
+            {"metadata": {"name": name}, "value": value, "description": desc, "globalDefault": False},
+        )
+    await _ensure(
+        state,
+        "services",
+        c.NAMESPACE_DEFAULT,
+        {
+            "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {
+                "type": "ClusterIP",
+                "clusterIP": service_ip,
+                "sessionAffinity": "None",
+                "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": secure_port}],
+            },
+        },
+    )
+    if advertise_address:
+        ep = {
+            "metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+            "subsets": [
+                {
+                    "addresses": [{"ip": advertise_address}],
+                    "ports": [{"name": "https", "port": secure_port, "protocol": "TCP"}],
+                }
+            ],
+        }
+        store = state.store("endpoints")
+        cur = await store.try_get(c.NAMESPACE_DEFAULT, "kubernetes")
+        if cur is None:
+            await _ensure(state, "endpoints", c.NAMESPACE_DEFAULT, ep)
+        elif cur.get("subsets") != ep["subsets"]:
+            await store.update(
+                c.NAMESPACE_DEFAULT, "kubernetes", lambda old: {**old, "subsets": ep["subsets"]}, SYSTEM_CTX
+            )
+
+
+def _resource_of(obj: Obj) -> str:
+    return {
+        "ClusterRole": "clusterroles",
+        "ClusterRoleBinding": "clusterrolebindings",
+        "Role": "roles",
+        "RoleBinding": "rolebindings",
+    }[obj["kind"]] + ".rbac.authorization.k8s.io"
+
+
+async def reconcile_rbac_policy(state: ApiState) -> None:
+    try:
+        from pykubeadm.apiserver.authz.bootstrap_policy import default_policy
+    except ImportError:
+        return
+    for obj in default_policy():
+        store = state.store(_resource_of(obj))
+        ns = obj["metadata"].get("namespace", "")
+        cur = await store.try_get(ns, obj["metadata"]["name"])
+        if cur is None:
+            with contextlib.suppress(st.ApiError):
+                await store.create(ns, copy.deepcopy(obj), SYSTEM_CTX)
+            continue
+        if (cur["metadata"].get("annotations") or {}).get(AUTOUPDATE) == "false":
+            continue
+        fields = ("rules", "aggregationRule") if obj["kind"].endswith("Role") else ("subjects", "roleRef")
+        if all(cur.get(f) == obj.get(f) for f in fields):
+            continue
+
+        def merge(old: Obj | None, want: Obj = obj, fields: tuple[str, ...] = fields) -> Obj:
+            new = copy.deepcopy(old or {})
+            new["metadata"].pop("resourceVersion", None)
+            for f in fields:
+                if f in want:
+                    new[f] = copy.deepcopy(want[f])
+            return new
+
+        with contextlib.suppress(st.ApiError):
+            await store.update(ns, obj["metadata"]["name"], merge, SYSTEM_CTX)
+
+
+async def _finalize_namespace(state: ApiState, ns: Obj) -> None:
+    name = ns["metadata"]["name"]
+    remaining = 0
+    for s in STRATEGIES:
+        if not s.namespaced:
+            continue
+        store = state.store(s.resource_name)
+        for obj in (await store.list(name)).items:
+            remaining += 1
+            with contextlib.suppress(st.ApiError):
+                await store.delete(name, obj["metadata"]["name"], SYSTEM_CTX, {"gracePeriodSeconds": 0})
+    if remaining:
+        return  # look again on the next pass (objects with finalizers may stay a while)
+
+    def drop_finalizer(old: Obj | None) -> Obj:
+        new = copy.deepcopy(old or {})
+        fins = [f for f in (new.get("spec") or {}).get("finalizers") or [] if f != "kubernetes"]
+        new["spec"] = {"finalizers": fins} if fins else {}
+        new["metadata"].pop("resourceVersion", None)
+        return new
+
+    with contextlib.suppress(st.ApiError):
+        await state.store("namespaces").update("", name, drop_finalizer, SYSTEM_CTX, "finalize")
+
+
+async def namespace_controller(state: ApiState, interval: float = 1.0) -> None:
+    """Finish terminating namespaces: delete their content, then remove the `kubernetes` finalizer."""
+    store = state.store("namespaces")
+    while True:
+        try:
+            page = await store.list(None)
+            for ns in page.items:
+                if ns["metadata"].get("deletionTimestamp") and "kubernetes" in (
+                    (ns.get("spec") or {}).get("finalizers") or []
+                ):
+                    await _finalize_namespace(state, ns)
+            start = int(page.resource_version) + 1
+            # Wake on the next namespace change, or after `interval` to retry leftovers.
+            it = store.watch(None, start, LabelSelector(), FieldSelector()).__aiter__()
+            try:
+                with contextlib.suppress(TimeoutError, StopAsyncIteration):
+                    await asyncio.wait_for(it.__anext__(), timeout=interval if _any_terminating(page.items) else 30)
+            finally:
+                with contextlib.suppress(BaseException):
+                    await it.aclose()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.warning("namespace controller error", exc_info=True)
+            await asyncio.sleep(interval)
+
+
+def _any_terminating(items: list[Obj]) -> bool:
+    return any(ns["metadata"].get("deletionTimestamp") for ns in items)

@@ -1,0 +1,119 @@
+"""The one aiohttp route: non-resource paths (discovery, health, version, openapi) and resource verbs → handlers."""
+
+from __future__ import annotations
+
+import json
+
+from aiohttp import web
+
+from pykubeadm.apiserver import discovery
+from pykubeadm.apiserver import status as st
+from pykubeadm.apiserver.handlers import delete as delete_h
+from pykubeadm.apiserver.handlers import patch as patch_h
+from pykubeadm.apiserver.handlers import read, review, scale, watch, write
+from pykubeadm.apiserver.handlers.codec import json_response
+from pykubeadm.apiserver.handlers.context import info_of, state_of
+from pykubeadm.apiserver.health import run_checks
+
+__all__ = ["handle"]
+
+_HEALTH = {"healthz", "livez", "readyz"}
+
+
+async def handle(request: web.Request) -> web.StreamResponse:
+    info = info_of(request)
+    if not info.is_resource:
+        return await _non_resource(request)
+    state = state_of(request)
+    key = (info.api_group, info.api_version, info.resource)
+    store = state.stores.get(key)
+    if store is None:
+        virtual = state.virtual.get(key)
+        if virtual is not None and info.verb == "create" and not info.name:
+            return await review.create_review(request, virtual)
+        raise st.not_found_path()
+    if info.name and not store.strategy.namespaced and info.resource != "namespaces" and info.namespace:
+        raise st.not_found_path()
+    if store.strategy.namespaced and not info.namespace and info.verb not in ("list", "watch"):
+        raise st.not_found_path()
+    verb = info.verb
+    if info.subresource:
+        if info.resource == "serviceaccounts" and info.subresource == "token" and verb == "create":
+            return await review.create_token(request, store)
+        if info.resource == "pods" and info.subresource == "binding" and verb == "create":
+            return await review.create_binding(request, store)
+        if info.resource == "deployments" and info.subresource == "scale" and verb in ("get", "update", "patch"):
+            return await scale.scale(request, store)
+        if info.subresource not in store.strategy.subresources or info.subresource == "binding":
+            raise st.not_found_path()
+        if verb not in ("get", "update", "patch"):
+            raise st.method_not_allowed()
+    if verb == "get":
+        return await read.get(request, store)
+    if verb == "list":
+        return await read.list_(request, store)
+    if verb == "watch":
+        return await watch.watch(request, store)
+    if verb == "create":
+        if info.name:
+            if info.resource == "pods" and info.subresource == "binding":
+                return await review.create_binding(request, store)
+            raise st.method_not_allowed()
+        return await write.create(request, store)
+    if verb == "update":
+        if not info.name:
+            raise st.method_not_allowed()
+        return await write.update(request, store)
+    if verb == "patch":
+        if not info.name:
+            raise st.method_not_allowed()
+        return await patch_h.patch(request, store)
+    if verb == "delete":
+        return await delete_h.delete(request, store)
+    if verb == "deletecollection":
+        if info.resource == "namespaces":
+            raise st.method_not_allowed()
+        return await delete_h.delete_collection(request, store)
+    raise st.method_not_allowed()
+
+
+async def _non_resource(request: web.Request) -> web.StreamResponse:
+    state = state_of(request)
+    path = request.path.rstrip("/") or "/"
+    parts = path.strip("/").split("/")
+    if request.method not in ("GET", "HEAD"):
+        raise st.method_not_allowed()
+    if path == "/version":
+        return json_response(state.version_info)
+    if parts[0] in _HEALTH and len(parts) <= 2:
+        checks = state.health_checks.get(parts[0], {})
+        return await run_checks(request, parts[0], checks, parts[1] if len(parts) == 2 else "")
+    if path in ("/api", "/apis"):
+        agg = discovery.aggregated_version(request.headers.get("Accept", ""))
+        if agg is not None:
+            body = json.dumps(discovery.aggregated(path == "/api", agg), separators=(",", ":")).encode()
+            ctype = f"application/json;g=apidiscovery.k8s.io;v={agg};as={discovery.AGGREGATED_AS}"
+            return web.Response(body=body, headers={"Content-Type": ctype})
+        if path == "/api":
+            return json_response(discovery.api_versions(request.host))
+        return json_response(discovery.api_groups())
+    if parts[0] == "api" and len(parts) == 2:
+        doc = discovery.api_resource_list("", parts[1])
+        if doc is not None:
+            return json_response(doc)
+    if parts[0] == "apis" and len(parts) == 2:
+        doc = discovery.api_group(parts[1])
+        if doc is not None:
+            return json_response(doc)
+    if parts[0] == "apis" and len(parts) == 3:
+        doc = discovery.api_resource_list(parts[1], parts[2])
+        if doc is not None:
+            return json_response(doc)
+    if path == "/openapi/v2":
+        # An empty protobuf openapi_v2.Document: kubectl finds no schema and skips client-side validation.
+        return web.Response(body=b"", content_type="application/octet-stream")
+    if path == "/":
+        paths = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version", "/openapi/v2"]
+        paths += [f"/apis/{g}/{v}" for g, vs in discovery.group_versions().items() if g for v in vs]
+        return json_response({"paths": sorted(paths)})
+    raise st.not_found_path()

@@ -1,0 +1,57 @@
+"""GET handlers: get one object and list a collection (plain JSON or a `Table` for `kubectl get`)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from pykubeadm.apiserver import status as st
+from pykubeadm.apiserver.handlers.codec import json_response, query_int, to_table, wants_table
+from pykubeadm.apiserver.handlers.context import info_of
+from pykubeadm.apiserver.registry import Store
+from pykubeadm.apiserver.selectors import parse_field_selector, parse_label_selector
+
+__all__ = ["get", "list_", "selectors"]
+
+
+async def get(request: web.Request, store: Store) -> web.Response:
+    info = info_of(request)
+    obj = await store.get(info.namespace, info.name)
+    if info.subresource and info.subresource not in ("status", "approval"):
+        raise st.not_found_path()
+    if wants_table(request):
+        return json_response(
+            to_table(request, store.strategy, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]})
+        )
+    return json_response(obj)
+
+
+def selectors(request: web.Request, store: Store):
+    labels = parse_label_selector(request.query.get("labelSelector"))
+    fields = parse_field_selector(request.query.get("fieldSelector"), store.strategy.supports_field)
+    return labels, fields
+
+
+async def list_(request: web.Request, store: Store) -> web.Response:
+    info = info_of(request)
+    labels, fields = selectors(request, store)
+    limit = query_int(request, "limit")
+    if limit < 0:
+        limit = 0
+    page = await store.list(info.namespace or None, labels, fields, limit, request.query.get("continue", ""))
+    meta: dict = {"resourceVersion": page.resource_version}
+    if page.continue_token:
+        meta["continue"] = page.continue_token
+        if page.remaining is not None:
+            meta["remainingItemCount"] = page.remaining
+    if wants_table(request):
+        return json_response(to_table(request, store.strategy, page.items, meta))
+    for item in page.items:
+        item.pop("kind", None)
+        item.pop("apiVersion", None)
+    body = {
+        "kind": store.strategy.kind + "List",
+        "apiVersion": store.strategy.api_version,
+        "metadata": meta,
+        "items": page.items,
+    }
+    return json_response(body)

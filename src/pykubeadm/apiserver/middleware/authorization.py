@@ -1,0 +1,57 @@
+"""Authorization middleware: RequestInfo + user → Attributes → Authorizer; denial → 403 with kube-apiserver's message."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from pykubeadm.apiserver import status as st
+from pykubeadm.apiserver.authz.attributes import Attributes, Decision
+from pykubeadm.apiserver.handlers.context import INFO_KEY, USER_KEY
+from pykubeadm.apiserver.requestinfo import RequestInfo
+from pykubeadm.apiserver.state import STATE
+
+__all__ = ["attributes_of", "authorization_middleware", "forbidden_error"]
+
+
+def attributes_of(info: RequestInfo, user) -> Attributes:
+    if not info.is_resource:
+        return Attributes(user=user, verb=info.verb, resource_request=False, path=info.path)
+    return Attributes(
+        user=user,
+        verb=info.verb,
+        resource_request=True,
+        namespace=info.namespace,
+        api_group=info.api_group,
+        api_version=info.api_version,
+        resource=info.resource,
+        subresource=info.subresource,
+        name=info.name,
+        path=info.path,
+    )
+
+
+def forbidden_error(attrs: Attributes, reason: str) -> st.ApiError:
+    user = attrs.user.name
+    if not attrs.resource_request:
+        msg = f'forbidden: User "{user}" cannot {attrs.verb} path "{attrs.path}"'
+        if reason:
+            msg += f": {reason}"
+        return st.ApiError(403, "Forbidden", msg, {})
+    res = attrs.resource + (f"/{attrs.subresource}" if attrs.subresource else "")
+    why = f'User "{user}" cannot {attrs.verb} resource "{res}" in API group "{attrs.api_group}"'
+    why += f' in the namespace "{attrs.namespace}"' if attrs.namespace else " at the cluster scope"
+    if reason:
+        why += f": {reason}"
+    return st.forbidden(attrs.resource, attrs.api_group, attrs.name, why)
+
+
+def authorization_middleware():
+    @web.middleware
+    async def authorization(request: web.Request, handler):
+        attrs = attributes_of(request[INFO_KEY], request[USER_KEY])
+        decision, reason = await request.app[STATE].authorizer(attrs)
+        if decision != Decision.ALLOW:
+            raise forbidden_error(attrs, reason)
+        return await handler(request)
+
+    return authorization

@@ -1,0 +1,175 @@
+"""Runs the apiserver: opens the store, wires auth, creates the built-in objects, serves HTTPS until SIGTERM/SIGINT,
+then shuts down gracefully (readyz fails, in-flight requests finish, watches end, the store closes)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import signal
+import ssl
+import sys
+from typing import Any
+
+from aiohttp import web
+
+from pykubeadm.apiserver.app import build_app
+from pykubeadm.apiserver.authz.attributes import Attributes, Decision
+from pykubeadm.apiserver.bootstrap import ensure_builtin_objects, namespace_controller, reconcile_rbac_policy
+from pykubeadm.apiserver.discovery import version_info
+from pykubeadm.apiserver.middleware.audit import line_writer
+from pykubeadm.apiserver.objectsource import StoreObjectSource
+from pykubeadm.apiserver.options import ServerOptions
+from pykubeadm.apiserver.registry import STRATEGIES
+from pykubeadm.apiserver.registry.service import IPAllocator, ServiceStrategy
+from pykubeadm.apiserver.state import ApiState
+from pykubeadm.apiserver.tokenrequest import TokenIssuer
+from pykubeadm.apiserver.wiring import wire_auth
+from pykubeadm.storage import open_store
+
+__all__ = ["build_ssl_context", "run", "serve"]
+
+log = logging.getLogger("pykubeadm.apiserver")
+
+
+def build_ssl_context(options: ServerOptions) -> ssl.SSLContext | None:
+    if options.tls_cert_file is None:
+        return None
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(str(options.tls_cert_file), str(options.tls_private_key_file))
+    cas = [p for p in (options.client_ca_file, options.requestheader_client_ca_file) if p is not None]
+    if cas:
+        for p in cas:
+            ctx.load_verify_locations(cafile=str(p))
+        ctx.verify_mode = ssl.CERT_OPTIONAL  # requested, not required
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+async def _deny(attrs: Attributes) -> tuple[Decision, str]:
+    return Decision.NO_OPINION, ""
+
+
+async def _nobody(req: Any) -> None:
+    return None
+
+
+def _bind_host(options: ServerOptions) -> str:
+    if options.bind_address not in ("", "0.0.0.0"):
+        return options.bind_address
+    # Lab nodes share the standard ports on distinct loopback addresses: bind to the advertised loopback address.
+    if options.advertise_address and ipaddress.ip_address(options.advertise_address).is_loopback:
+        return options.advertise_address
+    return options.bind_address or "0.0.0.0"
+
+
+async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Event | None = None) -> None:
+    backend = await open_store(
+        options.etcd_servers,
+        ca_file=options.etcd_cafile,
+        cert_file=options.etcd_certfile,
+        key_file=options.etcd_keyfile,
+    )
+    state = ApiState(
+        backend=backend, version_info=version_info(options.version), authenticator=_nobody, authorizer=_deny
+    )
+    source = StoreObjectSource(state.by_resource)
+    allocator = IPAllocator(options.service_cluster_ip_range, in_use=lambda: set())
+    for s in STRATEGIES:
+        if isinstance(s, ServiceStrategy):
+            s.allocator = allocator
+    tasks: list[asyncio.Task[None]] = []
+    runner: web.AppRunner | None = None
+    audit_file = None
+    try:
+        await source.start()
+
+        def services_in_use() -> set[str]:
+            cache = source._caches.get("services")
+            return {(o.get("spec") or {}).get("clusterIP", "") for o in (cache.items.values() if cache else [])}
+
+        allocator.in_use = services_in_use
+        await wire_auth(state, options, source)
+        if options.service_account_signing_key_file is not None and options.service_account_issuer:
+            state.reviews["TokenRequest"] = TokenIssuer(
+                options.service_account_signing_key_file, options.service_account_issuer[0], options.api_audiences
+            )
+        await ensure_builtin_objects(state, options.advertise_address, options.secure_port, allocator.first())
+        await reconcile_rbac_policy(state)
+        tasks.append(asyncio.create_task(namespace_controller(state), name="namespace-controller"))
+
+        async def ok() -> str | None:
+            return None
+
+        async def etcd() -> str | None:
+            try:
+                await asyncio.wait_for(backend.current_revision(), 2)
+            except Exception as e:
+                return str(e)
+            return None
+
+        async def informers() -> str | None:
+            return None if source.synced() else "caches not synced"
+
+        async def shutdown() -> str | None:
+            return "shutting down" if state.shutting_down else None
+
+        live = {"ping": ok, "log": ok, "etcd": etcd, "poststarthook/start-apiserver-admission-initializer": ok}
+        state.health_checks = {
+            "healthz": dict(live),
+            "livez": dict(live),
+            "readyz": {**live, "informer-sync": informers, "shutdown": shutdown},
+        }
+        sink = None
+        if options.audit_log_path:
+            if options.audit_log_path == "-":
+                sink = line_writer(sys.stdout)
+            else:
+                audit_file = open(options.audit_log_path, "a", buffering=1)  # noqa: SIM115 - closed in finally
+                sink = line_writer(audit_file)
+        app = build_app(state, sink)
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5)
+        await runner.setup()
+        host = _bind_host(options)
+        site = web.TCPSite(
+            runner, host, options.secure_port, ssl_context=build_ssl_context(options), backlog=1024, reuse_address=True
+        )
+        await site.start()
+        state.ready = True
+        addr = (
+            site._server.sockets[0].getsockname()
+            if site._server and site._server.sockets
+            else (host, options.secure_port)
+        )
+        print(f"Serving securely on {addr[0]}:{addr[1]}", file=sys.stderr, flush=True)
+        if started is not None:
+            started.set()
+        await stop.wait()
+        state.shutting_down = True
+        if options.shutdown_delay_seconds:
+            await asyncio.sleep(options.shutdown_delay_seconds)
+    finally:
+        state.shutting_down = True
+        if runner is not None:
+            await runner.cleanup()
+        for t in tasks:
+            t.cancel()
+            with contextlib.suppress(BaseException):
+                await t
+        await source.stop()
+        await backend.close()
+        if audit_file is not None:
+            audit_file.close()
+
+
+def run(options: ServerOptions) -> None:
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await serve(options, stop)
+
+    asyncio.run(main())

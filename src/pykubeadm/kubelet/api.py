@@ -1,0 +1,248 @@
+"""The kubelet's thin async REST client (httpx, JSON dicts): requests, watches, and credentials that can be swapped.
+
+The kubelet talks to the API only through this module: the TLS bootstrap and certificate manager (CSRs), node status
+and Lease heartbeats, mirror Pods and SubjectAccessReviews. `KubeClient` is one set of credentials; `SwappableClient`
+is what the long-running loops hold, so a rotated client certificate takes effect for the next request while requests
+in flight finish on the old connection (no gap). Objects are plain dicts as the API serves them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import ssl
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import httpx
+
+__all__ = ["ApiError", "ClientConfig", "KubeClient", "SwappableClient", "is_transient"]
+
+log = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    """A non-2xx answer; `status`, `reason` and `message` come from the server's Status object when there is one."""
+
+    def __init__(self, status: int, reason: str, message: str, body: dict[str, Any] | None = None):
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body or {}
+
+
+def is_transient(e: BaseException) -> bool:
+    """Worth retrying: the server is unreachable, restarting, or overloaded."""
+    if isinstance(e, ApiError):
+        return e.status >= 500 or e.status == 429
+    return isinstance(e, httpx.TransportError | httpx.StreamError | OSError | asyncio.TimeoutError)
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """Where the API is and how to authenticate: what a kubeconfig context resolves to."""
+
+    server: str
+    ca_pem: bytes | None = None
+    insecure: bool = False
+    token: str | None = field(default=None, repr=False)
+    cert_file: str | None = None
+    key_file: str | None = None
+    cert_pem: bytes | None = field(default=None, repr=False)
+    key_pem: bytes | None = field(default=None, repr=False)
+
+    def with_client_cert(self, cert_file: str, key_file: str) -> ClientConfig:
+        return replace(self, token=None, cert_file=cert_file, key_file=key_file, cert_pem=None, key_pem=None)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        if self.insecure:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        elif self.ca_pem:
+            ctx = ssl.create_default_context(cadata=self.ca_pem.decode())
+        else:
+            ctx = ssl.create_default_context()
+        if self.cert_file:
+            ctx.load_cert_chain(self.cert_file, self.key_file or self.cert_file)
+        elif self.cert_pem and self.key_pem:
+            _load_chain_from_memory(ctx, self.cert_pem, self.key_pem)
+        return ctx
+
+
+def _load_chain_from_memory(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
+    """ssl can only load a chain from a file: use a private temp file that is removed right away."""
+    fd, path = tempfile.mkstemp(prefix="kubelet-cred-", suffix=".pem")
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(cert_pem + b"\n" + key_pem)
+        ctx.load_cert_chain(path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def _error(resp: httpx.Response) -> ApiError:
+    body: dict[str, Any] = {}
+    try:
+        parsed = resp.json()
+        if isinstance(parsed, dict):
+            body = parsed
+    except ValueError:
+        pass
+    if body.get("kind") == "Status":
+        return ApiError(resp.status_code, body.get("reason", ""), body.get("message", ""), body)
+    return ApiError(resp.status_code, resp.reason_phrase, resp.text[:200], body)
+
+
+class KubeClient:
+    """One authenticated connection pool to the API server."""
+
+    def __init__(self, config: ClientConfig, *, timeout: float = 30.0, user_agent: str = "kubelet/pykubeadm"):
+        self.config = config
+        headers = {"User-Agent": user_agent, "Accept": "application/json"}
+        if config.token:
+            headers["Authorization"] = f"Bearer {config.token}"
+        self._http = httpx.AsyncClient(
+            base_url=config.server.rstrip("/"),
+            verify=config.ssl_context(),
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
+        )
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: dict[str, Any] | None = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"params": params}
+        if body is not None:
+            kwargs["content"] = json.dumps(body).encode()
+            kwargs["headers"] = {"Content-Type": content_type}
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        resp = await self._http.request(method, path, **kwargs)
+        if resp.status_code >= 400:
+            raise _error(resp)
+        if not resp.content:
+            return {}
+        data = resp.json()
+        return data if isinstance(data, dict) else {"items": data}
+
+    async def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self.request("GET", path, params=params)
+
+    async def post(self, path: str, body: Any) -> dict[str, Any]:
+        return await self.request("POST", path, body=body)
+
+    async def put(self, path: str, body: Any) -> dict[str, Any]:
+        return await self.request("PUT", path, body=body)
+
+    async def patch(self, path: str, body: Any, patch_type: str = "strategic") -> dict[str, Any]:
+        ctype = {
+            "strategic": "application/strategic-merge-patch+json",
+            "merge": "application/merge-patch+json",
+            "json": "application/json-patch+json",
+        }[patch_type]
+        return await self.request("PATCH", path, body=body, content_type=ctype)
+
+    async def delete(self, path: str, body: Any = None) -> dict[str, Any]:
+        return await self.request("DELETE", path, body=body)
+
+    async def watch(
+        self,
+        path: str,
+        *,
+        resource_version: str | None = None,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        timeout_seconds: int = 290,
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """Yield (type, object) events until the server ends the watch; an ERROR event carries a Status object."""
+        params: dict[str, Any] = {
+            "watch": "true",
+            "timeoutSeconds": str(timeout_seconds),
+            "allowWatchBookmarks": "true",
+        }
+        if resource_version:
+            params["resourceVersion"] = resource_version
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        if label_selector:
+            params["labelSelector"] = label_selector
+        timeout = httpx.Timeout(timeout_seconds + 30.0, connect=10.0)
+        async with self._http.stream("GET", path, params=params, timeout=timeout) as resp:
+            if resp.status_code >= 400:
+                await resp.aread()
+                raise _error(resp)
+            async for line in resp.aiter_lines():
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                yield event.get("type", ""), event.get("object") or {}
+
+
+class SwappableClient:
+    """A KubeClient whose credentials can be replaced while in use; the old pool is closed after a grace period."""
+
+    def __init__(self, client: KubeClient, *, grace: float = 60.0):
+        self._client = client
+        self._grace = grace
+        self._retired: set[asyncio.Task[None]] = set()
+
+    @property
+    def current(self) -> KubeClient:
+        return self._client
+
+    def swap(self, client: KubeClient) -> None:
+        old, self._client = self._client, client
+        task = asyncio.get_running_loop().create_task(self._close_later(old))
+        self._retired.add(task)
+        task.add_done_callback(self._retired.discard)
+
+    async def _close_later(self, client: KubeClient) -> None:
+        await asyncio.sleep(self._grace)
+        await client.close()
+
+    async def close(self) -> None:
+        for t in list(self._retired):
+            t.cancel()
+        await self._client.close()
+
+    # delegate the request methods
+    async def request(self, method: str, path: str, **kw: Any) -> dict[str, Any]:
+        return await self._client.request(method, path, **kw)
+
+    async def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self._client.get(path, params)
+
+    async def post(self, path: str, body: Any) -> dict[str, Any]:
+        return await self._client.post(path, body)
+
+    async def put(self, path: str, body: Any) -> dict[str, Any]:
+        return await self._client.put(path, body)
+
+    async def patch(self, path: str, body: Any, patch_type: str = "strategic") -> dict[str, Any]:
+        return await self._client.patch(path, body, patch_type)
+
+    async def delete(self, path: str, body: Any = None) -> dict[str, Any]:
+        return await self._client.delete(path, body)
+
+    def watch(self, path: str, **kw: Any) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        return self._client.watch(path, **kw)

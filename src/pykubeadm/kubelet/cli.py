@@ -1,0 +1,191 @@
+"""`pykubeadm component kubelet`: the kubelet's flags (those kubeadm and kubeadm-flags.env use) → KubeletSettings → run.
+
+The node's root directory comes from `pykubeadm --root-dir`, `--node-root-dir` or $PYKUBEADM_ROOT_DIR: every node path
+(flags, the config file's paths, manifests' hostPaths) resolves under it. The kubelet's own `--root-dir`
+(/var/lib/kubelet) is accepted as data. Unknown flags (kubeletExtraArgs) are logged and ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shlex
+import signal
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pykubeadm import constants as c
+from pykubeadm.errors import ValidationError
+from pykubeadm.layout import Layout
+
+__all__ = ["command", "parse_kubeadm_flags_env", "parse_labels", "parse_taints"]
+
+log = logging.getLogger("pykubeadm.kubelet")
+
+
+def parse_kubeadm_flags_env(text: str) -> list[str]:
+    """The kubelet arguments in a kubeadm-flags.env file (`KUBELET_KUBEADM_ARGS="--a=b --c=d"`, Go %q quoting),
+    as systemd would pass them: split on whitespace, quotes and backslash escapes honoured."""
+    args: list[str] = []
+    for line in text.splitlines():
+        name, sep, value = line.strip().partition("=")
+        if not sep or name.strip() != c.KUBELET_ENV_VARIABLE:
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = bytes(value[1:-1], "utf-8").decode("unicode_escape")
+        args.extend(shlex.split(value))
+    return args
+
+
+def parse_labels(value: str | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in (value or "").split(","):
+        if not item.strip():
+            continue
+        k, _, v = item.partition("=")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def parse_taints(value: str | None) -> list[dict[str, str]]:
+    """`key[=value]:Effect,...` → Node taints."""
+    out = []
+    for item in (value or "").split(","):
+        if not item.strip():
+            continue
+        kv, _, effect = item.partition(":")
+        if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise ValidationError([f'invalid taint spec "{item}": invalid taint effect "{effect}"'])
+        k, _, v = kv.partition("=")
+        taint = {"key": k, "effect": effect}
+        if v:
+            taint["value"] = v
+        out.append(taint)
+    return out
+
+
+_BOOL = click.BOOL
+
+
+@click.command(
+    name="kubelet",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "max_content_width": 120},
+)
+@click.option("--bootstrap-kubeconfig", help="Path to a kubeconfig used to get a client certificate for the kubelet.")
+@click.option("--kubeconfig", help="Path to the kubeconfig with the kubelet's credentials (written after bootstrap).")
+@click.option("--config", "config_file", help="The kubelet's KubeletConfiguration file.")
+@click.option("--node-ip", help="IP address of the node; the built-in kubelet also serves :10250 and healthz on it.")
+@click.option("--hostname-override", help="Use this name instead of the hostname as the node name.")
+@click.option("--container-runtime-endpoint", help="Accepted for compatibility; the built-in runtime runs processes.")
+@click.option("--pod-infra-container-image", help="Accepted for compatibility (the pause image).")
+@click.option("--cert-dir", help="Directory of the kubelet's TLS certificates. [default: /var/lib/kubelet/pki]")
+@click.option(
+    "--rotate-certificates",
+    type=_BOOL,
+    is_flag=False,
+    flag_value=True,
+    default=None,
+    help="Rotate the client certificate by requesting new certificates from the API.",
+)
+@click.option(
+    "--rotate-server-certificates",
+    type=_BOOL,
+    is_flag=False,
+    flag_value=True,
+    default=None,
+    help="Request and rotate the serving certificate through the CSR API (serverTLSBootstrap).",
+)
+@click.option("--tls-cert-file", help="Serving certificate of :10250.")
+@click.option("--tls-private-key-file", help="Serving key of :10250.")
+@click.option("--client-ca-file", help="CA bundle to verify client certificates of :10250.")
+@click.option("--anonymous-auth", type=_BOOL, is_flag=False, flag_value=True, default=None)
+@click.option("--authorization-mode", help="Webhook or AlwaysAllow.")
+@click.option("--pod-manifest-path", help="Static Pod path (staticPodPath).")
+@click.option("--address", help="Address of :10250.")
+@click.option("--port", type=int, help="Port of the kubelet API.")
+@click.option("--healthz-bind-address")
+@click.option("--healthz-port", type=int)
+@click.option("--cluster-dns", help="Comma-separated DNS server IPs.")
+@click.option("--cluster-domain")
+@click.option("--node-labels", help="key=value,... labels added at registration.")
+@click.option("--register-with-taints", help="key=value:Effect,... taints added at registration.")
+@click.option("--register-node", type=_BOOL, is_flag=False, flag_value=True, default=None)
+@click.option("--root-dir", "kubelet_root_dir", help="The kubelet's directory (accepted; /var/lib/kubelet).")
+@click.option(
+    "--node-root-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Root directory of the node (default: pykubeadm --root-dir or $PYKUBEADM_ROOT_DIR).",
+)
+@click.option(
+    "--static-pod-backoff",
+    type=float,
+    default=10.0,
+    hidden=True,
+    help="First CrashLoopBackOff delay in seconds (tests).",
+)
+@click.option("-v", "--v", "verbosity", type=int, default=None, help="Log level verbosity.")
+@click.pass_context
+def command(ctx: click.Context, **opts: Any) -> None:
+    """Run the built-in kubelet: TLS bootstrap, certificate rotation, node status, static Pods as processes."""
+    verbosity = opts.pop("verbosity")
+    logging.basicConfig(
+        level=logging.DEBUG if (verbosity or 0) >= 5 else logging.INFO,
+        format="%(levelname).1s%(asctime)s %(process)d %(name)s] %(message)s",
+        force=True,
+    )
+    for noisy in ("httpx", "httpcore", "aiohttp.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    if ctx.args:
+        log.warning("ignoring flags the built-in kubelet does not implement: %s", " ".join(ctx.args))
+    root = _root_dir(ctx, opts.pop("node_root_dir"))
+    layout = Layout(root=root)
+    backoff = opts.pop("static_pod_backoff")
+    opts.pop("kubelet_root_dir")
+    settings = resolve_settings(opts, layout)
+    from pykubeadm.kubelet.kubelet import Kubelet
+
+    log.info("starting kubelet %s for node %s (root %s)", _version(), settings.node_name, root)
+    asyncio.run(_main(Kubelet(settings, layout, backoff_initial=backoff)))
+
+
+def resolve_settings(opts: dict[str, Any], layout: Layout) -> Any:
+    from pykubeadm.kubelet.config import KubeletSettings, load_kubelet_configuration
+
+    config = load_kubelet_configuration(layout.host(opts["config_file"])) if opts.get("config_file") else {}
+    flags = dict(opts)
+    flags["node_labels"] = parse_labels(opts.get("node_labels"))
+    flags["register_with_taints"] = parse_taints(opts.get("register_with_taints")) or None
+    flags["cluster_dns"] = [x for x in (opts.get("cluster_dns") or "").split(",") if x] or None
+    return KubeletSettings.resolve(config, flags)
+
+
+def _root_dir(ctx: click.Context, explicit: Path | None) -> Path:
+    if explicit is not None:
+        return explicit.absolute()
+    from pykubeadm.cli.main import CliState
+
+    state = ctx.find_object(CliState)
+    if state is not None and str(state.root_dir) != "/":
+        return state.root_dir
+    return Path(os.environ.get(c.ROOT_DIR_ENV) or "/").absolute()
+
+
+def _version() -> str:
+    from pykubeadm.kubelet.kubelet import kubelet_version
+
+    return kubelet_version()
+
+
+async def _main(kubelet: Any) -> None:
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(kubelet.run())
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, task.cancel)
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    log.info("kubelet stopped")

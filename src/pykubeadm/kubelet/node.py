@@ -1,0 +1,324 @@
+"""Node lifecycle through the node's own credentials: register the Node, keep its status, renew its Lease.
+
+Registration retries with 100 ms doubling back-off capped at 7 s; on AlreadyExists the kubelet reads the Node and
+reconciles its default labels. Status is computed every 10 s and PATCHed (strategic merge) to `nodes/<name>/status`
+when it changed or 5 minutes passed. The Lease `kube-node-lease/<node>` (holder = node, 40 s duration) is renewed
+every 10 s (jitter 0.04) and gets an ownerReference to the Node as soon as its UID is known.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import os
+import platform
+import random
+from pathlib import Path
+from typing import Any
+
+from pykubeadm import constants as c
+from pykubeadm.kubelet.api import ApiError
+
+__all__ = ["NodeAgent", "initial_node", "node_capacity", "node_info"]
+
+log = logging.getLogger(__name__)
+
+_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le", "s390x": "s390x"}
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _micro_now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""
+
+
+def node_arch() -> str:
+    m = platform.machine()
+    return _ARCH.get(m, m)
+
+
+def node_capacity(root: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """(capacity, allocatable): cpu, memory, ephemeral-storage (of the root dir's filesystem), pods, hugepages."""
+    mem_kib = 0
+    for line in _read("/proc/meminfo").splitlines():
+        if line.startswith("MemTotal:"):
+            mem_kib = int(line.split()[1])
+    try:
+        st = os.statvfs(root)
+        disk_kib = st.f_blocks * st.f_frsize // 1024
+    except OSError:
+        disk_kib = 0
+    cap = {
+        "cpu": str(os.cpu_count() or 1),
+        "ephemeral-storage": f"{disk_kib}Ki",
+        "hugepages-1Gi": "0",
+        "hugepages-2Mi": "0",
+        "memory": f"{mem_kib}Ki",
+        "pods": "110",
+    }
+    alloc = dict(cap)
+    alloc["memory"] = f"{max(0, mem_kib - 100 * 1024)}Ki"  # evictionHard memory.available<100Mi
+    alloc["ephemeral-storage"] = str(disk_kib * 1024 * 9 // 10)  # nodefs.available<10%
+    return cap, alloc
+
+
+def node_info(version: str) -> dict[str, str]:
+    os_image = "Linux"
+    for line in _read("/etc/os-release").splitlines():
+        if line.startswith("PRETTY_NAME="):
+            os_image = line.split("=", 1)[1].strip('"')
+    machine_id = _read("/etc/machine-id")
+    return {
+        "architecture": node_arch(),
+        "bootID": _read("/proc/sys/kernel/random/boot_id"),
+        "containerRuntimeVersion": f"pykubeadm://{version}",
+        "kernelVersion": platform.release(),
+        "kubeProxyVersion": "",
+        "kubeletVersion": version,
+        "machineID": machine_id,
+        "operatingSystem": "linux",
+        "osImage": os_image,
+        "systemUUID": _read("/sys/class/dmi/id/product_uuid") or machine_id,
+    }
+
+
+def initial_node(
+    name: str,
+    *,
+    hostname: str,
+    node_ip: str | None,
+    version: str,
+    root: Path,
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, str]] | None = None,
+    port: int = c.KUBELET_PORT,
+) -> dict[str, Any]:
+    """The Node object the kubelet registers (registerWithAPIServer's initialNode)."""
+    arch = node_arch()
+    node_labels = {
+        "beta.kubernetes.io/arch": arch,
+        "beta.kubernetes.io/os": "linux",
+        "kubernetes.io/arch": arch,
+        "kubernetes.io/hostname": hostname,
+        "kubernetes.io/os": "linux",
+    }
+    node_labels.update(labels or {})
+    cap, alloc = node_capacity(root)
+    spec: dict[str, Any] = {}
+    if taints:
+        spec["taints"] = taints
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": node_labels,
+            "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+        },
+        "spec": spec,
+        "status": {
+            "addresses": node_addresses(hostname, node_ip),
+            "capacity": cap,
+            "allocatable": alloc,
+            "conditions": node_conditions(ready=True),
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
+            "nodeInfo": node_info(version),
+        },
+    }
+
+
+def node_addresses(hostname: str, node_ip: str | None) -> list[dict[str, str]]:
+    out = []
+    if node_ip:
+        out.append({"type": "InternalIP", "address": node_ip})
+    out.append({"type": "Hostname", "address": hostname})
+    return out
+
+
+def node_conditions(ready: bool, since: str | None = None) -> list[dict[str, Any]]:
+    now = _now()
+    since = since or now
+
+    def cond(kind: str, status: str, reason: str, message: str) -> dict[str, Any]:
+        return {
+            "type": kind,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": since,
+        }
+
+    return [
+        cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+        cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        cond("Ready", "True", "KubeletReady", "kubelet is posting ready status")
+        if ready
+        else cond("Ready", "False", "KubeletNotReady", "kubelet is not ready"),
+    ]
+
+
+class NodeAgent:
+    """Registration, status updates and the Lease heartbeat of one node, using `client` (node credentials)."""
+
+    def __init__(
+        self,
+        client: Any,
+        node: dict[str, Any],
+        *,
+        status_every: float = 10.0,
+        report_every: float = 300.0,
+        lease_duration: int = 40,
+    ):
+        self.client = client
+        self.node = node
+        self.name: str = node["metadata"]["name"]
+        self.status_every = status_every
+        self.report_every = report_every
+        self.lease_duration = lease_duration
+        self.uid: str | None = None
+        self.registered = asyncio.Event()
+        self.lease: dict[str, Any] | None = None
+        self.lease_renewals = 0
+        self._last_reported: tuple[Any, float] | None = None
+        self._ready_since = _now()
+
+    # --- registration ---------------------------------------------------------------------------------------------
+    async def register(self) -> None:
+        delay = 0.1
+        while True:
+            try:
+                created = await self.client.post("/api/v1/nodes", self.node)
+                self.uid = created["metadata"]["uid"]
+                log.info("Successfully registered node %s", self.name)
+                break
+            except ApiError as e:
+                if e.status == 409:
+                    if await self._reconcile_existing():
+                        break
+                else:
+                    log.error("Unable to register node %s with API server: %s", self.name, e)
+            except Exception as e:
+                log.error("Unable to register node %s with API server: %s: %s", self.name, type(e).__name__, e)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 7.0)
+        self.registered.set()
+
+    async def _reconcile_existing(self) -> bool:
+        try:
+            existing = await self.client.get(f"/api/v1/nodes/{self.name}")
+        except ApiError as e:
+            log.error("Unable to read existing node %s: %s", self.name, e)
+            return False
+        self.uid = existing["metadata"]["uid"]
+        want = self.node["metadata"]["labels"]
+        have = existing["metadata"].get("labels") or {}
+        missing = {k: v for k, v in want.items() if have.get(k) != v and k.startswith(("kubernetes.io/", "beta."))}
+        if missing:
+            await self.client.patch(f"/api/v1/nodes/{self.name}", {"metadata": {"labels": missing}})
+        log.info("Node %s was previously registered", self.name)
+        return True
+
+    # --- status --------------------------------------------------------------------------------------------------
+    def current_status(self) -> dict[str, Any]:
+        status = dict(self.node["status"])
+        status["conditions"] = node_conditions(ready=True, since=self._ready_since)
+        return status
+
+    async def update_status_once(self, force: bool = False) -> bool:
+        """PATCH nodes/<name>/status if it changed or the report interval passed; True when it was sent."""
+        status = self.current_status()
+        comparable = {k: v for k, v in status.items() if k != "conditions"}
+        comparable["conditions"] = [(x["type"], x["status"]) for x in status["conditions"]]
+        loop = asyncio.get_running_loop()
+        if (
+            not force
+            and self._last_reported is not None
+            and self._last_reported[0] == comparable
+            and loop.time() - self._last_reported[1] < self.report_every
+        ):
+            return False
+        for attempt in range(5):
+            try:
+                await self.client.patch(f"/api/v1/nodes/{self.name}/status", {"status": status})
+                self._last_reported = (comparable, loop.time())
+                return True
+            except Exception as e:
+                log.error("Error updating node status, will retry (%d/5): %s", attempt + 1, e)
+        return False
+
+    async def status_loop(self) -> None:
+        await self.registered.wait()
+        await self.update_status_once(force=True)
+        while True:
+            await asyncio.sleep(self.status_every)
+            await self.update_status_once()
+
+    # --- lease ---------------------------------------------------------------------------------------------------
+    def _lease_path(self, name: str | None = None) -> str:
+        base = f"/apis/coordination.k8s.io/v1/namespaces/{c.NAMESPACE_NODE_LEASE}/leases"
+        return f"{base}/{name}" if name else base
+
+    def _new_lease_spec(self, base: dict[str, Any] | None) -> dict[str, Any]:
+        lease = dict(base or {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"})
+        meta = dict(lease.get("metadata") or {"name": self.name, "namespace": c.NAMESPACE_NODE_LEASE})
+        if self.uid and not meta.get("ownerReferences"):
+            meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": self.name, "uid": self.uid}]
+        lease["metadata"] = meta
+        spec = dict(lease.get("spec") or {})
+        spec["holderIdentity"] = self.name
+        spec["leaseDurationSeconds"] = self.lease_duration
+        spec["renewTime"] = _micro_now()
+        lease["spec"] = spec
+        return lease
+
+    async def renew_lease_once(self) -> dict[str, Any]:
+        """Optimistic PUT of the last lease; on failure GET (or create), then up to 5 update tries."""
+        if self.lease is not None:
+            try:
+                self.lease = await self.client.put(self._lease_path(self.name), self._new_lease_spec(self.lease))
+                self.lease_renewals += 1
+                return self.lease
+            except Exception as e:
+                log.info("optimistic lease renewal failed: %s", e)
+        last_error: Exception | None = None
+        for _ in range(5):
+            try:
+                try:
+                    current = await self.client.get(self._lease_path(self.name))
+                except ApiError as e:
+                    if e.status != 404:
+                        raise
+                    self.lease = await self.client.post(self._lease_path(), self._new_lease_spec(None))
+                    self.lease_renewals += 1
+                    return self.lease
+                self.lease = await self.client.put(self._lease_path(self.name), self._new_lease_spec(current))
+                self.lease_renewals += 1
+                return self.lease
+            except Exception as e:
+                last_error = e
+        raise RuntimeError(f"failed to renew lease {c.NAMESPACE_NODE_LEASE}/{self.name}: {last_error}")
+
+    async def lease_loop(self) -> None:
+        interval = self.lease_duration * 0.25
+        delay = 0.2
+        while True:
+            try:
+                await self.renew_lease_once()
+                delay = 0.2
+                await asyncio.sleep(interval * (1 + random.random() * 0.04))
+            except Exception as e:
+                log.error("failed to ensure node lease exists, will retry in %.1fs: %s", delay, e)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 7.0)

@@ -1,0 +1,165 @@
+"""The kubelet's HTTP endpoints: healthz (plain HTTP) and the kubelet API on :10250 (TLS, authn + Webhook authz).
+
+Authentication: a client certificate verified against `authentication.x509.clientCAFile` (user = CN, groups = O),
+else a bearer token checked by TokenReview (webhook), else `system:anonymous` if anonymous auth is enabled, else 401.
+Authorisation (mode Webhook) asks the API with a SubjectAccessReview, as the real kubelet does: resource `nodes`,
+name = node, subresource by path (`/pods`, `/healthz` and others → `proxy`; `/stats` → `stats`; `/metrics` →
+`metrics`; `/logs` → `log`; `/spec` → `spec`), verb from the method. Served paths: /healthz, /pods, /runningpods/.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+
+__all__ = ["KubeletServer", "healthz_app", "subresource_for"]
+
+log = logging.getLogger(__name__)
+
+
+def healthz_app() -> web.Application:
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    return app
+
+
+def subresource_for(path: str) -> str:
+    for prefix, sub in (
+        ("/stats", "stats"),
+        ("/metrics", "metrics"),
+        ("/logs", "log"),
+        ("/spec", "spec"),
+        ("/checkpoint", "checkpoint"),
+        ("/configz", "configz"),
+    ):
+        if path == prefix or path.startswith(prefix + "/"):
+            return sub
+    return "proxy"
+
+
+_VERBS = {"GET": "get", "HEAD": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+class KubeletServer:
+    """The :10250 API. `client()` returns the node's API client; `pods()` lists this node's Pods (with status)."""
+
+    def __init__(
+        self,
+        *,
+        node_name: str,
+        client: Callable[[], Any],
+        pods: Callable[[], list[dict[str, Any]]],
+        anonymous: bool,
+        webhook_authn: bool,
+        authorization_mode: str,
+    ):
+        self.node_name = node_name
+        self.client = client
+        self.pods = pods
+        self.anonymous = anonymous
+        self.webhook_authn = webhook_authn
+        self.authorization_mode = authorization_mode
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._auth_middleware])
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/pods", self._pods)
+        app.router.add_get("/pods/", self._pods)
+        app.router.add_get("/runningpods/", self._pods)
+        return app
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _pods(self, _: web.Request) -> web.Response:
+        return web.json_response({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": self.pods()})
+
+    # --- authentication and authorisation ------------------------------------------------------------------------
+    async def authenticate(self, request: web.Request) -> tuple[str, list[str]] | None:
+        ssl_obj = request.transport.get_extra_info("ssl_object") if request.transport else None
+        der = ssl_obj.getpeercert(binary_form=True) if ssl_obj is not None else None
+        if der:  # verified by the TLS layer against clientCAFile
+            cert = x509.load_der_x509_certificate(der)
+            cns = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+            if cns and cns[0].value:
+                orgs = [str(a.value) for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
+                return str(cns[0].value), [*orgs, "system:authenticated"]
+        auth = request.headers.get("Authorization", "")
+        if auth.startswith("Bearer ") and self.webhook_authn:
+            review = {
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenReview",
+                "spec": {"token": auth[len("Bearer ") :].strip()},
+            }
+            try:
+                res = await self.client().post("/apis/authentication.k8s.io/v1/tokenreviews", review)
+            except Exception as e:
+                log.error("token review failed: %s", e)
+                return None
+            st = res.get("status") or {}
+            if st.get("authenticated"):
+                user = st.get("user") or {}
+                return str(user.get("username", "")), list(user.get("groups") or [])
+            return None
+        if self.anonymous:
+            return "system:anonymous", ["system:unauthenticated"]
+        return None
+
+    async def authorize(self, user: str, groups: list[str], request: web.Request) -> tuple[bool, str]:
+        if self.authorization_mode == "AlwaysAllow":
+            return True, ""
+        verb = _VERBS.get(request.method, request.method.lower())
+        sub = subresource_for(request.path)
+        sar = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "user": user,
+                "groups": groups,
+                "resourceAttributes": {
+                    "verb": verb,
+                    "group": "",
+                    "version": "v1",
+                    "resource": "nodes",
+                    "subresource": sub,
+                    "name": self.node_name,
+                },
+            },
+        }
+        try:
+            res = await self.client().post("/apis/authorization.k8s.io/v1/subjectaccessreviews", sar)
+        except Exception as e:
+            log.error("subject access review failed: %s", e)
+            return False, f"Authorization error (user={user}, verb={verb}, resource=nodes, subresource={sub})"
+        allowed = bool((res.get("status") or {}).get("allowed"))
+        return allowed, f"Forbidden (user={user}, verb={verb}, resource=nodes, subresource={sub})"
+
+    @web.middleware
+    async def _auth_middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        who = await self.authenticate(request)
+        if who is None:
+            return web.Response(status=401, text="Unauthorized")
+        allowed, reason = await self.authorize(who[0], who[1], request)
+        if not allowed:
+            return web.Response(status=403, text=reason)
+        return await handler(request)
+
+
+def serving_ssl_context(cert_file: str, key_file: str, client_ca_file: str | None) -> ssl.SSLContext:
+    """TLS for :10250: our serving pair; client certificates requested (not required) and verified against the CA."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(cert_file, key_file)
+    if client_ca_file:
+        ctx.load_verify_locations(cafile=client_ca_file)
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+    return ctx
