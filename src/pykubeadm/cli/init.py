@@ -54,6 +54,7 @@ def build_init_data(state: CliState, flags: dict[str, Any], out: Any = click.ech
         upload_certs=bool(flags.get("upload-certs")),
         skip_certificate_key_print=bool(flags.get("skip-certificate-key-print")),
         patches_dir=Path(patches) if patches else None,
+        kubeconfig_dir=flags.get("kubeconfig-dir"),
     )
     if detect_external_ca(data) and data.upload_certs:
         raise ValidationError(

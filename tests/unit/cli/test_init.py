@@ -94,6 +94,26 @@ def test_bad_flags_fail_with_the_field_and_leave_nothing(tmp_path: Path, args: l
     assert _files(root) == set()
 
 
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("apiVersion: [unclosed\n", "yaml"),
+        ("apiVersion: kubeadm.k8s.io/v1beta9\nkind: ClusterConfiguration\n", "v1beta9"),
+        ("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfigurationX\n", "ClusterConfigurationX"),
+        ("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nnetworkin: {}\n", "networkin"),
+        ("apiVersion: kubeadm.k8s.io/v1beta2\nkind: ClusterConfiguration\n", "config migrate"),
+    ],
+)
+def test_bad_config_files_fail_clearly_and_leave_nothing(tmp_path: Path, config: str, message: str) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(config)
+    root = tmp_path / "n"
+    res = run_pykubeadm("init", "--config", str(cfg), "--ignore-preflight-errors=all", root=root)
+    assert res.returncode != 0
+    assert message.lower() in res.stderr.lower(), res.stderr
+    assert _files(root) == set()
+
+
 def test_config_mixed_with_flags_is_refused(tmp_path: Path) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n")

@@ -37,6 +37,8 @@ class InitData:
     upload_certs: bool = False
     skip_certificate_key_print: bool = False
     patches_dir: Path | None = None
+    #: --kubeconfig-dir (node path); None means /etc/kubernetes.
+    kubeconfig_dir: str | None = None
     #: Filled by phases for later phases (e.g. external CA detection by certs, used by kubeconfig/control-plane).
     state: dict[str, object] = field(default_factory=dict)
 
