@@ -72,7 +72,7 @@ def wait_healthy(
     timeout: float,
     report: Callable[[str], None],
     prefix: str = "[control-plane-check]",
-    interval: float = 0.2,
+    interval: float = 0.1,
 ) -> None:
     """Poll every check concurrently until healthy; report "<name> is healthy after <dur>" in completion order."""
     start = time.monotonic()

@@ -43,7 +43,7 @@ def run(data: InitData) -> None:
         f"[kubelet-check] Waiting for a healthy kubelet at {url}. This can take up to {format_duration(kubelet_timeout)}"
     )
     try:
-        wait_healthy([ComponentCheck("kubelet", url)], kubelet_timeout.total_seconds(), data.out, "[kubelet-check]")
+        wait_healthy([ComponentCheck("The kubelet", url)], kubelet_timeout.total_seconds(), data.out, "[kubelet-check]")
     except KubeadmError as err:
         raise KubeadmError(f"{err}\n\n{_KUBELET_HELP.format(log=data.real_layout.kubelet_log_file)}") from err
     names = {n: data.layout.manifest(n) for n in c.CONTROL_PLANE_COMPONENTS if data.layout.manifest(n).exists()}

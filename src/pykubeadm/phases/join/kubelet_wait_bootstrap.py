@@ -61,7 +61,7 @@ def _run(data: JoinData) -> None:
             f"[kubelet-check] Waiting for a healthy kubelet at {url}. This can take up to "
             f"{format_duration(kubelet_timeout)}"
         )
-        wait_healthy([ComponentCheck("kubelet", url)], kubelet_timeout.total_seconds(), data.out, "[kubelet-check]")
+        wait_healthy([ComponentCheck("The kubelet", url)], kubelet_timeout.total_seconds(), data.out, "[kubelet-check]")
         data.out("[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap")
         deadline = time.monotonic() + tls_timeout.total_seconds()
         while not kubelet_conf_usable(data):
@@ -70,7 +70,7 @@ def _run(data: JoinData) -> None:
                     f"timed out waiting for the kubelet to perform the TLS Bootstrap "
                     f"({format_duration(tls_timeout)}): {c.KUBERNETES_DIR}/{c.KUBELET_KUBECONFIG_FILE} is not usable"
                 )
-            time.sleep(min(c.TLS_BOOTSTRAP_RETRY_INTERVAL.total_seconds(), 0.2))
+            time.sleep(min(c.TLS_BOOTSTRAP_RETRY_INTERVAL.total_seconds(), 0.1))
     except KubeadmError as err:
         raise KubeadmError(_FAIL.format(err=err, log=log)) from err
     finally:
