@@ -58,23 +58,38 @@ async def ensure_builtin_objects(state: ApiState, advertise_address: str, secure
         },
     )
     if advertise_address:
-        ep = {
-            "metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
-            "subsets": [
-                {
-                    "addresses": [{"ip": advertise_address}],
-                    "ports": [{"name": "https", "port": secure_port, "protocol": "TCP"}],
-                }
-            ],
-        }
-        store = state.store("endpoints")
-        cur = await store.try_get(c.NAMESPACE_DEFAULT, "kubernetes")
-        if cur is None:
-            await _ensure(state, "endpoints", c.NAMESPACE_DEFAULT, ep)
-        elif cur.get("subsets") != ep["subsets"]:
-            await store.update(
-                c.NAMESPACE_DEFAULT, "kubernetes", lambda old: {**old, "subsets": ep["subsets"]}, SYSTEM_CTX
-            )
+        await _ensure_endpoint(state, advertise_address, secure_port)
+
+
+async def _ensure_endpoint(state: ApiState, address: str, port: int) -> None:
+    """Add this apiserver's address to default/kubernetes Endpoints (other control-plane members keep theirs)."""
+    store = state.store("endpoints")
+    ports = [{"name": "https", "port": port, "protocol": "TCP"}]
+    mine = {"ip": address}
+
+    def merge(old: Obj | None) -> Obj:
+        new = copy.deepcopy(old or {})
+        new["metadata"].pop("resourceVersion", None)
+        subsets = new.get("subsets") or [{"addresses": [], "ports": ports}]
+        addrs = subsets[0].setdefault("addresses", [])
+        if all(a.get("ip") != address for a in addrs):
+            addrs.append(mine)
+            addrs.sort(key=lambda a: a.get("ip", ""))
+        subsets[0]["ports"] = ports
+        new["subsets"] = subsets[:1]
+        return new
+
+    meta = {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}}
+    if await store.try_get(c.NAMESPACE_DEFAULT, "kubernetes") is None:
+        await _ensure(
+            state,
+            "endpoints",
+            c.NAMESPACE_DEFAULT,
+            {"metadata": meta, "subsets": [{"addresses": [mine], "ports": ports}]},
+        )
+    else:
+        with contextlib.suppress(st.ApiError):
+            await store.update(c.NAMESPACE_DEFAULT, "kubernetes", merge, SYSTEM_CTX)
 
 
 def _resource_of(obj: Obj) -> str:

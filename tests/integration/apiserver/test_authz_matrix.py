@@ -174,28 +174,46 @@ def test_client_certificate_from_an_intermediate_ca(api, tmp_path):
     now = dt.datetime.now(dt.UTC)
     ikey = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     iname = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "intermediate")])
-    inter = (x509.CertificateBuilder().subject_name(iname).issuer_name(root.subject).public_key(ikey.public_key())
-             .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=1))
-             .not_valid_after(now + dt.timedelta(days=1))
-             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-             .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True)
-             .add_extension(x509.SubjectKeyIdentifier.from_public_key(ikey.public_key()), critical=False)
-             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(root_key.public_key()), critical=False)
-             .sign(root_key, hashes.SHA256()))
+    inter = (
+        x509.CertificateBuilder()
+        .subject_name(iname)
+        .issuer_name(root.subject)
+        .public_key(ikey.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=1))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ikey.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(root_key.public_key()), critical=False)
+        .sign(root_key, hashes.SHA256())
+    )
     lkey = ec.generate_private_key(ec.SECP256R1())
-    leaf = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
-                                     x509.NameAttribute(NameOID.COMMON_NAME, "via-intermediate")]))
-            .issuer_name(iname).public_key(lkey.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=1)).not_valid_after(now + dt.timedelta(days=1))
-            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ikey.public_key()), critical=False)
-            .sign(ikey, hashes.SHA256()))
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(
+            x509.Name(
+                [
+                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
+                    x509.NameAttribute(NameOID.COMMON_NAME, "via-intermediate"),
+                ]
+            )
+        )
+        .issuer_name(iname)
+        .public_key(lkey.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=1))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ikey.public_key()), critical=False)
+        .sign(ikey, hashes.SHA256())
+    )
     cert = tmp_path / "chain.crt"
     cert.write_bytes(leaf.public_bytes(serialization.Encoding.PEM) + inter.public_bytes(serialization.Encoding.PEM))
     key = tmp_path / "leaf.key"
-    key.write_bytes(lkey.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                       serialization.NoEncryption()))
+    key.write_bytes(
+        lkey.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     with _client(api, (cert, key)) as c:
         r = c.post("/apis/authentication.k8s.io/v1/selfsubjectreviews", json={})
         assert r.status_code == 201, r.text

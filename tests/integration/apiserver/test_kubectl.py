@@ -267,8 +267,9 @@ def test_auth_can_i_and_whoami(api):
     api.kubectl("create", "serviceaccount", "tokenbot")
     token = api.kubectl("create", "token", "tokenbot").stdout.strip()
     assert token.count(".") == 2
-    sa = api.kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}",
-                     kubeconfig=api.kubeconfig_token(token)).stdout
+    sa = api.kubectl(
+        "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}", kubeconfig=api.kubeconfig_token(token)
+    ).stdout
     assert sa == "system:serviceaccount:default:tokenbot"
     err = api.kubectl("get", "secrets", "-n", "default", kubeconfig=bob, check=False)
     assert (

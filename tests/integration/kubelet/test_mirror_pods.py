@@ -56,6 +56,8 @@ async def test_mirror_pods_follow_static_pods(apiserver, tmp_path):  # noqa: F81
         assert "running" in pod["status"]["containerStatuses"][0]["state"]
         assert pod["status"]["hostIP"] == "127.0.10.21"
         first_hash = meta["annotations"]["kubernetes.io/config.hash"]
+        listed = server.api.kubectl("get", "pods", "-n", "kube-system", "--no-headers").stdout
+        assert any(line.split()[:3] == ["etcd-node-m", "1/1", "Running"] for line in listed.splitlines()), listed
 
         async def waiting_coredns():
             p = await _pod(admin, "coredns-node-m")

@@ -303,8 +303,8 @@ async def test_denied_csr_is_logged_and_retried(apiserver, tmp_path):
 async def test_client_certificate_rotation(apiserver, tmp_path):
     server, admin = apiserver
     node = Node(tmp_path, server, "node-r", "127.0.10.13")
-    # short-lived certificates without backdating: rotation falls at 70–90 % of 20 s
-    signer = asyncio.ensure_future(run_signer(server, dt.timedelta(seconds=20), backdate=False))
+    # short-lived certificates without backdating: rotation falls at 70–90 % of 12 s
+    signer = asyncio.ensure_future(run_signer(server, dt.timedelta(seconds=12), backdate=False))
     node.kubelet.start()
     try:
         await eventually(lambda: _true(node.current_pem.exists()), 30, "first certificate")

@@ -177,11 +177,15 @@ async def test_field_validation_strict_warn_ignore(http):
     body = {"metadata": {"name": "t", "lables": {"a": "b"}}, "daat": {"a": "1"}}
     r = await http.post(f"{cms}?fieldValidation=Strict", json=body)
     assert r.status == 400
-    assert (await r.json())["message"] == ('ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding '
-                                           'error: unknown field "daat", unknown field "metadata.lables"')
+    assert (await r.json())["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding '
+        'error: unknown field "daat", unknown field "metadata.lables"'
+    )
     r = await http.post(cms, json=body)
-    assert r.status == 201 and r.headers.getall("Warning") == ['299 - "unknown field \\"daat\\""',
-                                                                '299 - "unknown field \\"metadata.lables\\""']
+    assert r.status == 201 and r.headers.getall("Warning") == [
+        '299 - "unknown field \\"daat\\""',
+        '299 - "unknown field \\"metadata.lables\\""',
+    ]
     stored = await (await http.get(f"{cms}/t")).json()
     assert "daat" not in stored and "lables" not in stored["metadata"]
     r = await http.post(f"{cms}?fieldValidation=Ignore", json={**body, "metadata": {"name": "u"}})
@@ -189,16 +193,56 @@ async def test_field_validation_strict_warn_ignore(http):
 
 
 async def test_aggregated_discovery_by_content_negotiation(http):
-    accept = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
-              "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json")
+    accept = (
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+        "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+    )
     r = await http.get("/apis", headers={"Accept": accept})
     assert r.headers["Content-Type"] == "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
     doc = await r.json(content_type=None)
     apps = next(g for g in doc["items"] if g["metadata"]["name"] == "apps")
     deploy = next(x for x in apps["versions"][0]["resources"] if x["resource"] == "deployments")
-    assert deploy["scope"] == "Namespaced" and deploy["responseKind"] == {"group": "apps", "version": "v1", "kind": "Deployment"}
+    assert deploy["scope"] == "Namespaced" and deploy["responseKind"] == {
+        "group": "apps",
+        "version": "v1",
+        "kind": "Deployment",
+    }
     assert {s["subresource"] for s in deploy["subresources"]} == {"status", "scale"}
     core = await (await http.get("/api", headers={"Accept": accept})).json(content_type=None)
     assert [g["metadata"]["name"] for g in core["items"]] == [""]
     legacy = await http.get("/api", headers={"Accept": "application/json, */*"})
-    assert legacy.headers["Content-Type"].startswith("application/json") and (await legacy.json())["kind"] == "APIVersions"
+    assert (
+        legacy.headers["Content-Type"].startswith("application/json") and (await legacy.json())["kind"] == "APIVersions"
+    )
+
+
+async def test_list_at_exact_revision_and_watch_list(http):
+    cms = "/api/v1/namespaces/default/configmaps"
+    await http.post(cms, json={"metadata": {"name": "v"}, "data": {"n": "1"}})
+    rv = (await (await http.get(f"{cms}/v")).json())["metadata"]["resourceVersion"]
+    await http.patch(
+        f"{cms}/v", data=json.dumps({"data": {"n": "2"}}), headers={"Content-Type": "application/merge-patch+json"}
+    )
+    old = await (await http.get(f"{cms}?resourceVersion={rv}&resourceVersionMatch=Exact")).json()
+    assert [i["data"]["n"] for i in old["items"] if i["metadata"]["name"] == "v"] == ["1"]
+    assert (await http.get(f"{cms}?resourceVersionMatch=Exact")).status == 400
+    r = await http.get(
+        f"{cms}?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan"
+        f"&resourceVersion={rv}&timeoutSeconds=1"
+    )
+    events = [json.loads(x) for x in (await r.read()).decode().splitlines()]
+    assert events[0]["type"] == "ADDED" and events[0]["object"]["data"]["n"] == "2"
+    end = next(e for e in events if e["type"] == "BOOKMARK")
+    assert end["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+async def test_errors_never_echo_secret_material(http):
+    body = b"apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  password: hunter2-secret\n   bad: [\n"
+    r = await http.post("/api/v1/namespaces/default/secrets", data=body, headers={"Content-Type": "application/yaml"})
+    st = await r.json()
+    assert r.status == 400 and st["message"].startswith("error converting YAML to JSON: yaml: line ")
+    assert "hunter2" not in json.dumps(st)
+    r = await http.post(
+        "/api/v1/namespaces/default/secrets", json={"metadata": {"name": "s"}, "data": {"k": "hunter2!"}}
+    )
+    assert r.status == 422 and "hunter2" not in await r.text()

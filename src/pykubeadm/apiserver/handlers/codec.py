@@ -65,7 +65,11 @@ def parse_json_or_yaml(data: bytes, mt: str) -> Any:
         try:
             return yaml.safe_load(data.decode("utf-8")) if data.strip() else None
         except (yaml.YAMLError, UnicodeDecodeError) as e:
-            raise st.bad_request(f"error converting YAML to JSON: {e}") from None
+            # Only the position and the problem: the YAML library's snippet of the document could be secret data.
+            mark = getattr(e, "problem_mark", None)
+            where = f"line {mark.line + 1}: " if mark is not None else ""
+            problem = getattr(e, "problem", None) or type(e).__name__
+            raise st.bad_request(f"error converting YAML to JSON: yaml: {where}{problem}") from None
     try:
         return json.loads(data) if data.strip() else None
     except (ValueError, UnicodeDecodeError) as e:

@@ -37,7 +37,22 @@ async def list_(request: web.Request, store: Store) -> web.Response:
     limit = query_int(request, "limit")
     if limit < 0:
         limit = 0
-    page = await store.list(info.namespace or None, labels, fields, limit, request.query.get("continue", ""))
+    at = 0
+    match = request.query.get("resourceVersionMatch", "")
+    if match:
+        if match not in ("Exact", "NotOlderThan"):
+            raise st.bad_request(
+                f'resourceVersionMatch: Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"'
+            )
+        rv = request.query.get("resourceVersion", "")
+        if not rv:
+            raise st.bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided")
+        if match == "Exact":
+            try:
+                at = int(rv)
+            except ValueError:
+                raise st.bad_request(f'invalid resource version "{rv}"') from None
+    page = await store.list(info.namespace or None, labels, fields, limit, request.query.get("continue", ""), at)
     meta: dict = {"resourceVersion": page.resource_version}
     if page.continue_token:
         meta["continue"] = page.continue_token

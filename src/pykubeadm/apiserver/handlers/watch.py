@@ -67,7 +67,8 @@ async def watch(request: web.Request, store: Store) -> web.StreamResponse:
     state = state_of(request)
 
     initial: list[Any] = []
-    if rv == 0:
+    send_initial = query_bool(request, "sendInitialEvents")
+    if rv == 0 or send_initial:
         page = await store.list(info.namespace or None, labels, fields)
         initial = page.items
         start = int(page.resource_version) + 1
@@ -79,6 +80,14 @@ async def watch(request: web.Request, store: Store) -> web.StreamResponse:
     await resp.prepare(request)
     for obj in initial:
         await resp.write(enc.encode("ADDED", obj))
+    if send_initial and bookmarks:
+        # WatchList: the end of the initial state is marked by an annotated bookmark.
+        end = {
+            "kind": store.strategy.kind,
+            "apiVersion": store.strategy.api_version,
+            "metadata": {"resourceVersion": str(start - 1), "annotations": {"k8s.io/initial-events-end": "true"}},
+        }
+        await resp.write(enc.encode("BOOKMARK", end))
 
     deadline = time.monotonic() + timeout
     it = store.watch(info.namespace or None, start, labels, fields).__aiter__()

@@ -134,11 +134,13 @@ class Store:
         fields: FieldSelector | None = None,
         limit: int = 0,
         continue_token: str = "",
+        at_revision: int = 0,
     ) -> ListPage:
+        """One page of matching objects; `at_revision` reads the state at that revision (resourceVersionMatch=Exact)."""
         labels = labels or LabelSelector()
         fields = fields or FieldSelector()
         prefix = self.prefix(namespace)
-        revision, start = 0, None
+        revision, start = at_revision, None
         if continue_token:
             revision, start = decode_continue(continue_token)
             if not start.startswith(prefix):
@@ -146,7 +148,12 @@ class Store:
         name = fields.single_name()
         items: list[Obj] = []
         try:
-            if name is not None and not continue_token and (namespace or not self.strategy.namespaced):
+            if (
+                name is not None
+                and not continue_token
+                and not at_revision
+                and (namespace or not self.strategy.namespaced)
+            ):
                 rev = await self.backend.current_revision()
                 kv = await self.backend.get(self.key(namespace or "", name))
                 if kv is not None:
