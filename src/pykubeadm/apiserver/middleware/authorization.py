@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from aiohttp import web
 
 from pykubeadm.apiserver import status as st
@@ -13,9 +15,23 @@ from pykubeadm.apiserver.state import STATE
 __all__ = ["attributes_of", "authorization_middleware", "forbidden_error"]
 
 
-def attributes_of(info: RequestInfo, user) -> Attributes:
+def _name_from_field_selector(selector: str) -> str:
+    """kube-apiserver treats a list/watch with `metadata.name=X` (or `==`) as a request for the object named X."""
+    for term in selector.split(","):
+        key, op, value = term.partition("==") if "==" in term else term.partition("=")
+        if op and key.strip() == "metadata.name" and not key.endswith("!"):
+            return value.strip()
+    return ""
+
+
+def attributes_of(info: RequestInfo, user, query: Mapping[str, str] | None = None) -> Attributes:
     if not info.is_resource:
         return Attributes(user=user, verb=info.verb, resource_request=False, path=info.path)
+    query = query or {}
+    field_selector = query.get("fieldSelector", "")
+    name = info.name
+    if not name and info.verb in ("list", "watch") and field_selector:
+        name = _name_from_field_selector(field_selector)
     return Attributes(
         user=user,
         verb=info.verb,
@@ -25,8 +41,10 @@ def attributes_of(info: RequestInfo, user) -> Attributes:
         api_version=info.api_version,
         resource=info.resource,
         subresource=info.subresource,
-        name=info.name,
+        name=name,
         path=info.path,
+        field_selector=field_selector,
+        label_selector=query.get("labelSelector", ""),
     )
 
 
@@ -48,7 +66,7 @@ def forbidden_error(attrs: Attributes, reason: str) -> st.ApiError:
 def authorization_middleware():
     @web.middleware
     async def authorization(request: web.Request, handler):
-        attrs = attributes_of(request[INFO_KEY], request[USER_KEY])
+        attrs = attributes_of(request[INFO_KEY], request[USER_KEY], request.query)
         decision, reason = await request.app[STATE].authorizer(attrs)
         if decision != Decision.ALLOW:
             raise forbidden_error(attrs, reason)
