@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pykubeadm import constants as c
 from pykubeadm.bootstrap.token import generate_token
@@ -109,6 +110,11 @@ def _wait_joins(procs: dict[str, tuple[LabNode, subprocess.Popen[bytes]]], out: 
         )
 
 
+def _is_ready(node: Any) -> bool:
+    """The Node's Ready condition is True."""
+    return any(cd.type == "Ready" and cd.status == "True" for cd in (node.status.conditions or []))
+
+
 def wait_ready(lab_dir: Path, names: list[str], out: Out, timeout: float = _READY_TIMEOUT) -> None:
     """Poll the API until every named Node is Ready."""
     from lightkube.resources.core_v1 import Node
@@ -120,11 +126,7 @@ def wait_ready(lab_dir: Path, names: list[str], out: Out, timeout: float = _READ
     with sync_client(_admin_kubeconfig(lab_dir)) as client:
         while True:
             try:
-                ready = {
-                    n.metadata.name
-                    for n in client.list(Node)
-                    if any(cd.type == "Ready" and cd.status == "True" for cd in (n.status.conditions or []))
-                }
+                ready = {n.metadata.name for n in client.list(Node) if _is_ready(n)}
                 missing = [n for n in names if n not in ready]
                 if not missing:
                     return
@@ -133,7 +135,7 @@ def wait_ready(lab_dir: Path, names: list[str], out: Out, timeout: float = _READ
                 last = str(err)
             if time.monotonic() > deadline:
                 raise KubeadmError(f"lab: nodes did not become Ready within {timeout:g}s ({last})")
-            time.sleep(0.2)
+            time.sleep(0.05)
 
 
 def lab_up(lab_dir: Path, workers: int, datastore: str, out: Out = print) -> list[LabNode]:
@@ -205,8 +207,7 @@ def lab_status(lab_dir: Path) -> list[NodeStatus]:
 
         with sync_client(_admin_kubeconfig(lab_dir), timeout=3.0) as client:
             for n in client.list(Node):
-                conds = {cd.type: cd.status for cd in (n.status.conditions or [])}
-                ready[n.metadata.name] = "Ready" if conds.get("Ready") == "True" else "NotReady"
+                ready[n.metadata.name] = "Ready" if _is_ready(n) else "NotReady"
     except Exception:  # noqa: S110 - status shows what it can
         pass
     return [NodeStatus(n, kubelet_pid(Layout(n.root)), ready.get(n.name, "unknown")) for n in lab_nodes(lab_dir)]
@@ -252,5 +253,5 @@ def _look_around(lab_dir: Path) -> str:
         "  kubectl -n kube-system get pods,configmaps,secrets\n"
         f"  pykubeadm lab status --dir {lab_dir}\n"
         f"  pykubeadm lab down --dir {lab_dir}\n"
-        f"Node logs: {lab_dir / LAB_STATE_DIR}, kubelet logs: <node>/var/log/pykubeadm/kubelet.log"
+        f"Node logs: {lab_dir / LAB_STATE_DIR}, kubelet logs: {Layout(Path('<node>')).kubelet_log_file}"
     )
