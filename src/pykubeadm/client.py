@@ -6,6 +6,7 @@ Used by kubeadm's phases (sync), the controller-manager, the scheduler and the k
   `AsyncClient` / `Client` (`async_client`, `sync_client`);
 * `create_or_update` / `create_or_update_sync`: POST, and on AlreadyExists PUT over the live resourceVersion;
 * `wait_for` / `wait_for_sync`: poll an object until a predicate holds (or a timeout);
+  each pair is a thin sync/async shell over one generator that yields the client calls to make (STYLE rule 14);
 * `Informer`: list + watch with resume from the last resourceVersion and a fresh list on 410 Gone, keeping a cache and
   calling handlers (the shape of client-go's reflector/informer).
 
@@ -18,7 +19,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -51,6 +53,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
+C = TypeVar("C", Client, AsyncClient)
 
 #: Default per-request timeout (watches have no read timeout).
 DEFAULT_TIMEOUT = 10.0
@@ -68,28 +71,25 @@ def _config(kubeconfig: str | Path | KubeConfig) -> KubeConfig:
     return kubeconfig if isinstance(kubeconfig, KubeConfig) else load_kubeconfig(kubeconfig)
 
 
+def _new_client(cls: type[C], kubeconfig: str | Path | KubeConfig, timeout: float, field_manager: str | None) -> C:
+    try:
+        return cls(_config(kubeconfig), timeout=httpx2.Timeout(timeout), field_manager=field_manager, trust_env=False)
+    except (ConfigError, OSError) as err:
+        raise KubeconfigError(f"invalid kubeconfig {kubeconfig}: {err}") from err
+
+
 def async_client(
     kubeconfig: str | Path | KubeConfig, *, timeout: float = DEFAULT_TIMEOUT, field_manager: str | None = None
 ) -> AsyncClient:
     """An async lightkube client for the kubeconfig's current context. Proxy variables are ignored (loopback APIs)."""
-    try:
-        return AsyncClient(
-            _config(kubeconfig), timeout=httpx2.Timeout(timeout), field_manager=field_manager, trust_env=False
-        )
-    except (ConfigError, OSError) as err:
-        raise KubeconfigError(f"invalid kubeconfig {kubeconfig}: {err}") from err
+    return _new_client(AsyncClient, kubeconfig, timeout, field_manager)
 
 
 def sync_client(
     kubeconfig: str | Path | KubeConfig, *, timeout: float = DEFAULT_TIMEOUT, field_manager: str | None = None
 ) -> Client:
     """A blocking lightkube client for the kubeconfig's current context."""
-    try:
-        return Client(
-            _config(kubeconfig), timeout=httpx2.Timeout(timeout), field_manager=field_manager, trust_env=False
-        )
-    except (ConfigError, OSError) as err:
-        raise KubeconfigError(f"invalid kubeconfig {kubeconfig}: {err}") from err
+    return _new_client(Client, kubeconfig, timeout, field_manager)
 
 
 # --- error classification --------------------------------------------------------------------------------------------
@@ -120,63 +120,114 @@ def object_key(obj: Any) -> str:
     return f"{meta.namespace}/{meta.name}" if meta.namespace else str(meta.name)
 
 
-# --- create or update ------------------------------------------------------------------------------------------------
+# --- create or update / wait: one core, sync and async shells --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One step of an algorithm shared by the sync and async clients: a client method call, or a pause ("sleep")."""
+
+    method: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+#: A shared algorithm: yields the `_Call`s to make, receives each result (or has its error thrown in), returns R.
+_Steps = Generator[_Call, Any, R]
+
+
+def _run_sync(client: Client, steps: _Steps[R]) -> R:
+    """Drive `steps` with a blocking client (`sleep` is time.sleep)."""
+    result: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            call = steps.throw(error) if error is not None else steps.send(result)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        result, error = None, None
+        try:
+            if call.method == "sleep":
+                time.sleep(*call.args)
+            else:
+                result = getattr(client, call.method)(*call.args, **call.kwargs)
+        except Exception as err:
+            error = err
+
+
+async def _run_async(client: AsyncClient, steps: _Steps[R]) -> R:
+    """Drive `steps` with an async client (`sleep` is asyncio.sleep)."""
+    result: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            call = steps.throw(error) if error is not None else steps.send(result)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        result, error = None, None
+        try:
+            if call.method == "sleep":
+                await asyncio.sleep(*call.args)
+            else:
+                result = await getattr(client, call.method)(*call.args, **call.kwargs)
+        except Exception as err:
+            error = err
 
 
 def _namespace_of(obj: Any) -> str | None:
     return getattr(obj.metadata, "namespace", None)
 
 
-async def create_or_update(client: AsyncClient, obj: R, *, retries: int = 5) -> R:
-    """Create `obj`; if it exists, replace it, carrying the live resourceVersion (retrying on Conflict)."""
+def _create_or_update_steps(obj: R, retries: int) -> _Steps[R]:
+    """POST; on AlreadyExists, PUT over the live resourceVersion, retrying on Conflict."""
     try:
-        return await client.create(obj)  # type: ignore[call-overload,no-any-return]
+        return (yield _Call("create", (obj,)))  # type: ignore[no-any-return]
     except ApiError as err:
         if not is_already_exists(err):
             raise
     res = type(obj)
     for attempt in range(retries):
-        live = await client.get(res, obj.metadata.name, namespace=_namespace_of(obj))  # type: ignore[attr-defined]
+        live = yield _Call("get", (res, obj.metadata.name), {"namespace": _namespace_of(obj)})  # type: ignore[attr-defined]
         obj.metadata.resourceVersion = live.metadata.resourceVersion  # type: ignore[attr-defined]
         try:
-            return await client.replace(obj)  # type: ignore[call-overload,no-any-return]
+            return (yield _Call("replace", (obj,)))  # type: ignore[no-any-return]
         except ApiError as err:
             if not is_conflict(err) or attempt == retries - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+async def create_or_update(client: AsyncClient, obj: R, *, retries: int = 5) -> R:
+    """Create `obj`; if it exists, replace it, carrying the live resourceVersion (retrying on Conflict)."""
+    return await _run_async(client, _create_or_update_steps(obj, retries))
 
 
 def create_or_update_sync(client: Client, obj: R, *, retries: int = 5) -> R:
     """Blocking `create_or_update`."""
-    try:
-        return client.create(obj)  # type: ignore[call-overload,no-any-return]
-    except ApiError as err:
-        if not is_already_exists(err):
-            raise
-    res = type(obj)
-    for attempt in range(retries):
-        live = client.get(res, obj.metadata.name, namespace=_namespace_of(obj))  # type: ignore[attr-defined]
-        obj.metadata.resourceVersion = live.metadata.resourceVersion  # type: ignore[attr-defined]
-        try:
-            return client.replace(obj)  # type: ignore[call-overload,no-any-return]
-        except ApiError as err:
-            if not is_conflict(err) or attempt == retries - 1:
-                raise
-    raise AssertionError("unreachable")
-
-
-async def delete_with_uid(client: AsyncClient, res: type, name: str, uid: str, *, namespace: str | None = None) -> None:
-    """DELETE with `preconditions.uid` (so a re-created object of the same name survives); lightkube lacks the body."""
-    generic = client._client
-    br = generic.prepare_request("delete", res=res, name=name, namespace=namespace)
-    if uid:
-        br.data = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}}
-    request = generic.build_adapter_request(br)
-    response = await generic.send(request)
-    generic.raise_for_status(response)
+    return _run_sync(client, _create_or_update_steps(obj, retries))
 
 
 # --- waiting ---------------------------------------------------------------------------------------------------------
+
+
+def _wait_steps(
+    res: type[R], name: str, predicate: Callable[[R], bool], namespace: str | None, timeout: float, interval: float
+) -> _Steps[R]:
+    """GET until `predicate(obj)` holds; NotFound and transport errors count as "not yet"; TimeoutError at the end."""
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while True:
+        try:
+            obj = yield _Call("get", (res, name), {"namespace": namespace})
+            if predicate(obj):
+                return obj  # type: ignore[no-any-return]
+        except (ApiError, httpx2.TransportError) as err:
+            if isinstance(err, ApiError) and not is_not_found(err):
+                raise
+            last = err
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out waiting for {res.__name__} {name}" + (f": {last}" if last else ""))
+        yield _Call("sleep", (interval,))
 
 
 async def wait_for(
@@ -190,20 +241,7 @@ async def wait_for(
     interval: float = 0.5,
 ) -> R:
     """Poll GET until `predicate(obj)` is true; NotFound and transport errors count as "not yet". TimeoutError."""
-    deadline = time.monotonic() + timeout
-    last: BaseException | None = None
-    while True:
-        try:
-            obj = await client.get(res, name, namespace=namespace)  # type: ignore[call-overload]
-            if predicate(obj):
-                return obj  # type: ignore[no-any-return]
-        except (ApiError, httpx2.TransportError) as err:
-            if isinstance(err, ApiError) and not is_not_found(err):
-                raise
-            last = err
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out waiting for {res.__name__} {name}" + (f": {last}" if last else ""))
-        await asyncio.sleep(interval)
+    return await _run_async(client, _wait_steps(res, name, predicate, namespace, timeout, interval))
 
 
 def wait_for_sync(
@@ -217,20 +255,21 @@ def wait_for_sync(
     interval: float = 0.5,
 ) -> R:
     """Blocking `wait_for`."""
-    deadline = time.monotonic() + timeout
-    last: BaseException | None = None
-    while True:
-        try:
-            obj = client.get(res, name, namespace=namespace)  # type: ignore[call-overload]
-            if predicate(obj):
-                return obj  # type: ignore[no-any-return]
-        except (ApiError, httpx2.TransportError) as err:
-            if isinstance(err, ApiError) and not is_not_found(err):
-                raise
-            last = err
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out waiting for {res.__name__} {name}" + (f": {last}" if last else ""))
-        time.sleep(interval)
+    return _run_sync(client, _wait_steps(res, name, predicate, namespace, timeout, interval))
+
+
+# --- delete ----------------------------------------------------------------------------------------------------------
+
+
+async def delete_with_uid(client: AsyncClient, res: type, name: str, uid: str, *, namespace: str | None = None) -> None:
+    """DELETE with `preconditions.uid` (so a re-created object of the same name survives); lightkube lacks the body."""
+    generic = client._client
+    br = generic.prepare_request("delete", res=res, name=name, namespace=namespace)
+    if uid:
+        br.data = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}}
+    request = generic.build_adapter_request(br)
+    response = await generic.send(request)
+    generic.raise_for_status(response)
 
 
 # --- informer --------------------------------------------------------------------------------------------------------

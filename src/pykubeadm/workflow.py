@@ -79,6 +79,15 @@ class Runner(Generic[C]):
         width = max(len(r[0]) for r in rows) + 2
         return "\n".join(f"{label.ljust(width)}{short}" for label, short in rows)
 
+    def write_help(self, formatter: click.HelpFormatter, head: str, usage: str) -> None:
+        """The help text of a command with phases: `head`, then which phases `usage` executes (the `help_block`)."""
+        formatter.write_paragraph()
+        formatter.write_text(head)
+        formatter.write_paragraph()
+        formatter.write_text(f'The "{usage}" command executes the following phases:')
+        with formatter.indentation():
+            formatter.write("```\n" + self.help_block() + "\n```\n")
+
     @property
     def data(self) -> C:
         if self._data is None:

@@ -151,6 +151,19 @@ def systemd_resolved_active() -> bool:
     return r.returncode == 0
 
 
+def _set_recommended(cfg: dict[str, Any], key: str, value: Any) -> None:
+    """Set a KubeletConfiguration field kubeadm recommends when it is empty; keep (with kubeadm's warning) another."""
+    if not cfg.get(key):
+        cfg[key] = value
+    elif cfg[key] != value:
+        log.warning(
+            'The recommended value for "%s" in "KubeletConfiguration" is: %s; the provided value is: %s',
+            key,
+            value,
+            cfg[key],
+        )
+
+
 def default_kubelet_config(
     *,
     cluster_dns: str,
@@ -167,31 +180,9 @@ def default_kubelet_config(
     cfg = _merge(_KUBELET_SKELETON, user or {})
     cfg["apiVersion"] = c.KUBELET_CONFIG_API_VERSION
     cfg["kind"] = "KubeletConfiguration"
-    static_pod_path = c.KUBERNETES_DIR + "/" + c.MANIFESTS_SUBDIR
-    if not cfg.get("staticPodPath"):
-        cfg["staticPodPath"] = static_pod_path
-    elif cfg["staticPodPath"] != static_pod_path:
-        log.warning(
-            'The recommended value for "staticPodPath" in "KubeletConfiguration" is: %s; the provided value is: %s',
-            static_pod_path,
-            cfg["staticPodPath"],
-        )
-    if not cfg.get("clusterDNS"):
-        cfg["clusterDNS"] = [cluster_dns]
-    elif cfg["clusterDNS"] != [cluster_dns]:
-        log.warning(
-            'The recommended value for "clusterDNS" in "KubeletConfiguration" is: %s; the provided value is: %s',
-            [cluster_dns],
-            cfg["clusterDNS"],
-        )
-    if not cfg.get("clusterDomain"):
-        cfg["clusterDomain"] = cluster_domain
-    elif cfg["clusterDomain"] != cluster_domain:
-        log.warning(
-            'The recommended value for "clusterDomain" in "KubeletConfiguration" is: %s; the provided value is: %s',
-            cluster_domain,
-            cfg["clusterDomain"],
-        )
+    _set_recommended(cfg, "staticPodPath", c.KUBERNETES_DIR + "/" + c.MANIFESTS_SUBDIR)
+    _set_recommended(cfg, "clusterDNS", [cluster_dns])
+    _set_recommended(cfg, "clusterDomain", cluster_domain)
     authn = cfg.setdefault("authentication", {})
     x509 = authn.setdefault("x509", {})
     if not x509.get("clientCAFile"):

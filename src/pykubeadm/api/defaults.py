@@ -23,7 +23,6 @@ from pathlib import Path
 
 from pykubeadm import constants as c
 from pykubeadm.api import versions
-from pykubeadm.api.fieldchecks import dns1123_subdomain_errors
 from pykubeadm.api.v1beta4 import (
     APIEndpoint,
     ClusterConfiguration,
@@ -35,20 +34,19 @@ from pykubeadm.api.v1beta4 import (
 )
 from pykubeadm.bootstrap.token import generate_token
 from pykubeadm.errors import KubeadmError, ValidationError
+from pykubeadm.util.endpoint import join_host_port, parse_host_port
 
 __all__ = [
     "CONTROL_PLANE_TAINT",
     "detect_advertise_address",
     "detect_cri_socket",
     "get_hostname",
-    "join_host_port",
     "set_api_endpoint_dynamic_defaults",
     "set_cluster_dynamic_defaults",
     "set_init_dynamic_defaults",
     "set_join_dynamic_defaults",
     "set_node_registration_dynamic_defaults",
     "set_reset_dynamic_defaults",
-    "split_host_port",
 ]
 
 log = logging.getLogger(__name__)
@@ -154,53 +152,6 @@ def detect_cri_socket(is_socket: Callable[[str], bool] = _is_socket) -> str:
             f"'criSocket' field in the kubeadm configuration file: {', '.join(found)}"
         )
     return found[0] if found else c.DEFAULT_CRI_SOCKET
-
-
-# --- host:port ------------------------------------------------------------------------------------------------------
-
-
-def split_host_port(hostport: str) -> tuple[str, str]:
-    """Go's net.SplitHostPort; ValueError with Go's message when there is no port or bad brackets."""
-    if hostport.startswith("["):
-        end = hostport.find("]")
-        if end < 0:
-            raise ValueError(f"address {hostport}: missing ']' in address")
-        host, rest = hostport[1:end], hostport[end + 1 :]
-        if not rest.startswith(":"):
-            raise ValueError(f"address {hostport}: missing port in address")
-        return host, rest[1:]
-    if ":" not in hostport:
-        raise ValueError(f"address {hostport}: missing port in address")
-    host, _, port = hostport.rpartition(":")
-    if ":" in host:
-        raise ValueError(f"address {hostport}: too many colons in address")
-    return host, port
-
-
-def join_host_port(host: str, port: int | str) -> str:
-    """Go's net.JoinHostPort (IPv6 hosts are bracketed)."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def valid_port(port: str) -> bool:
-    return port.isdigit() and 1 <= int(port) <= 65535
-
-
-def parse_host_port(hostport: str) -> tuple[str, str]:
-    """kubeadm's ParseHostPort: `host[:port]`; host must be an IP or a DNS-1123 subdomain; port 1–65535."""
-
-    try:
-        host, port = split_host_port(hostport)
-    except ValueError:
-        host, port = hostport, ""
-    if port and not valid_port(port):
-        raise ValueError(f"hostport {hostport}: port {port} must be a valid number between 1 and 65535, inclusive")
-    with contextlib.suppress(ValueError):
-        ipaddress.ip_address(host)
-        return host, port
-    if not dns1123_subdomain_errors(host):
-        return host, port
-    raise ValueError(f"hostport {hostport}: host '{host}' must be a valid IP address or a valid RFC-1123 DNS subdomain")
 
 
 # --- setting dynamic defaults ---------------------------------------------------------------------------------------

@@ -1,4 +1,11 @@
-"""Container images kubeadm deploys (kubeadm's images.go): names, tags and the `config images list` order."""
+"""Container images kubeadm deploys (kubeadm's images.go): names, tags and the `config images list` order.
+
+The one home of image names: `config images list`, the preflight image pulls, the kubelet's pause image and the
+static Pod builders (`manifests/`, which pass explicit values to the `*_for` functions instead of the config).
+`<repo>/<component>:<tag>` with the tag being the Kubernetes version (`+` → `_`); CI versions (`ci/...`) use the CI
+repository; etcd uses `etcd.local.imageRepository/imageTag` when set, else the etcd version kubeadm supports for that
+control-plane minor.
+"""
 
 from __future__ import annotations
 
@@ -11,28 +18,31 @@ from pykubeadm.api.versions import parse_version
 __all__ = [
     "coredns_image",
     "etcd_image",
+    "etcd_image_for",
     "etcd_version_for",
+    "image_tag",
     "images_list",
     "kubernetes_image",
+    "kubernetes_image_for",
     "pause_image",
 ]
 
 log = logging.getLogger(__name__)
 
 
-def _tag(version: str) -> str:
-    return version.replace("+", "_")
+def image_tag(version: str) -> str:
+    """`v1.33.0+abc` → `v1.33.0_abc`; a `ci/` prefix is dropped."""
+    return version.removeprefix("ci/").replace("+", "_")
 
 
-def _is_ci(cluster: ClusterConfiguration) -> bool:
-    return cluster.kubernetes_version.startswith("ci/")
+def kubernetes_image_for(component: str, image_repository: str, kubernetes_version: str) -> str:
+    """`<repo>/<component>:<version>` for kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy."""
+    repo = c.CI_IMAGE_REPOSITORY if kubernetes_version.startswith("ci/") else image_repository
+    return f"{repo}/{component}:{image_tag(kubernetes_version)}"
 
 
 def kubernetes_image(component: str, cluster: ClusterConfiguration) -> str:
-    """`<repo>/<component>:<version>` for kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy."""
-    repo = c.CI_IMAGE_REPOSITORY if _is_ci(cluster) else cluster.image_repository
-    version = cluster.kubernetes_version.removeprefix("ci/")
-    return f"{repo}/{component}:{_tag(version)}"
+    return kubernetes_image_for(component, cluster.image_repository, cluster.kubernetes_version)
 
 
 def etcd_version_for(kubernetes_version: str, *, warn: bool = True) -> str:
@@ -55,11 +65,22 @@ def etcd_version_for(kubernetes_version: str, *, warn: bool = True) -> str:
     return table[nearest]
 
 
+def etcd_image_for(
+    image_repository: str, kubernetes_version: str, local_repository: str = "", local_tag: str = ""
+) -> str:
+    repo = local_repository or image_repository
+    tag = local_tag or etcd_version_for(kubernetes_version)
+    return f"{repo}/{c.ETCD}:{tag}"
+
+
 def etcd_image(cluster: ClusterConfiguration) -> str:
     local = cluster.etcd.local
-    repo = (local.image_repository if local else "") or cluster.image_repository
-    tag = (local.image_tag if local else "") or etcd_version_for(cluster.kubernetes_version)
-    return f"{repo}/{c.ETCD}:{tag}"
+    return etcd_image_for(
+        cluster.image_repository,
+        cluster.kubernetes_version,
+        local.image_repository if local else "",
+        local.image_tag if local else "",
+    )
 
 
 def coredns_image(cluster: ClusterConfiguration) -> str:

@@ -1,12 +1,14 @@
 """Addresses derived from the configuration: the API server's service VIP, the cluster DNS IP, the control-plane
-endpoint URL (kubeadm's GetControlPlaneEndpoint, fact sheet §3.3) and the local API endpoint URL."""
+endpoint URL (kubeadm's GetControlPlaneEndpoint, fact sheet §3.3) and the local API endpoint URL.
+
+The URL rules themselves live in `pykubeadm.util.endpoint` (shared with kubeconfig.specs); these take config models."""
 
 from __future__ import annotations
 
 import ipaddress
-import logging
 
 from pykubeadm.api.v1beta4 import APIEndpoint, ClusterConfiguration, InitConfiguration
+from pykubeadm.util import endpoint as endpoint_util
 
 __all__ = [
     "api_server_service_ip",
@@ -16,8 +18,6 @@ __all__ = [
     "indexed_ip",
     "local_api_endpoint_url",
 ]
-
-log = logging.getLogger(__name__)
 
 
 def indexed_ip(subnets: str, index: int) -> str:
@@ -42,13 +42,9 @@ def dns_service_ip(cluster: ClusterConfiguration) -> str:
     return indexed_ip(cluster.networking.service_subnet, 10)
 
 
-def _url(host: str, port: int | str) -> str:
-    return f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
-
-
 def endpoint_url(endpoint: APIEndpoint) -> str:
     """`https://<advertiseAddress>:<bindPort>` (IPv6 bracketed)."""
-    return _url(endpoint.advertise_address, endpoint.bind_port)
+    return endpoint_util.local_api_endpoint_url(endpoint.advertise_address, endpoint.bind_port)
 
 
 def local_api_endpoint_url(init: InitConfiguration) -> str:
@@ -57,19 +53,7 @@ def local_api_endpoint_url(init: InitConfiguration) -> str:
 
 def control_plane_endpoint_url(init: InitConfiguration | APIEndpoint, cluster: ClusterConfiguration) -> str:
     """controlPlaneEndpoint as a URL (port defaults to the bind port), else the local API endpoint URL."""
-    from pykubeadm.api.defaults import parse_host_port
-
     local = init if isinstance(init, APIEndpoint) else init.local_api_endpoint
-    if not cluster.control_plane_endpoint:
-        return endpoint_url(local)
-    try:
-        host, port = parse_host_port(cluster.control_plane_endpoint)
-    except ValueError as e:
-        raise ValueError(
-            f'invalid value "{cluster.control_plane_endpoint}" given for controlPlaneEndpoint: {e}'
-        ) from None
-    if port and port != str(local.bind_port):
-        log.warning(
-            "[endpoint] WARNING: port specified in controlPlaneEndpoint overrides bindPort in the controlplane address"
-        )
-    return _url(host, port or local.bind_port)
+    return endpoint_util.control_plane_endpoint_url(
+        cluster.control_plane_endpoint, local.advertise_address, local.bind_port
+    )

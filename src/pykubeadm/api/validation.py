@@ -40,6 +40,7 @@ from pykubeadm.api.v1beta4 import (
 )
 from pykubeadm.bootstrap.token import is_valid_token
 from pykubeadm.errors import FieldError, ValidationError
+from pykubeadm.util.endpoint import parse_host_port, split_host_port
 
 __all__ = [
     "GoValue",
@@ -396,8 +397,6 @@ def validate_cluster(cluster: ClusterConfiguration) -> Errors:
                 features.FEATURES[name].deprecation_message,
             )
     if cluster.control_plane_endpoint:
-        from pykubeadm.api.defaults import parse_host_port
-
         try:
             parse_host_port(cluster.control_plane_endpoint)
         except ValueError:
@@ -451,8 +450,6 @@ def validate_init(init: InitConfiguration, cluster: ClusterConfiguration) -> Err
 
 
 def _split_host_port_error(endpoint: str) -> str | None:
-    from pykubeadm.api.defaults import split_host_port
-
     try:
         split_host_port(endpoint)
     except ValueError as e:

@@ -9,7 +9,7 @@ import json
 import secrets
 import tempfile
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import yaml
 from pykubeadm import constants as c
 from pykubeadm.api import load_init_config
 from pykubeadm.api.loader import InitConfig
-from pykubeadm.cli.main import CliState
+from pykubeadm.cli.main import current_state
 from pykubeadm.kubeconfig.csr import create_kubeconfigs_and_csrs
 from pykubeadm.layout import Layout
 from pykubeadm.options import option
@@ -27,9 +27,10 @@ from pykubeadm.phases.init.certs import encryption_algorithm, pki_params
 from pykubeadm.phases.init.kubeconfig import kubeconfig_params
 from pykubeadm.pki.csr import create_default_keys_and_csrs
 from pykubeadm.pki.renewal import ExpirationInfo, expiration_report, renew_handlers, renew_using_local_ca
+from pykubeadm.util.humanize import short_human_duration
 from pykubeadm.util.tabwriter import TabWriter
 
-__all__ = ["command", "short_human_duration"]
+__all__ = ["command"]
 
 _RENEW_LONG = (
     "Renew the {long}.\n\n"
@@ -49,11 +50,6 @@ _DONE = (
 @click.group(name="certs", help="Commands related to handling Kubernetes certificates")
 def command() -> None:
     """Commands related to handling Kubernetes certificates"""
-
-
-def _state() -> CliState:
-    state = click.get_current_context().find_object(CliState)
-    return state if state is not None else CliState(Path("/"), 0)
 
 
 def _fetch_cluster_configuration(kubeconfig: Path) -> str | None:
@@ -84,7 +80,7 @@ def _load(
     cluster's certificatesDir (as in kubeadm) and, when given explicitly, over the config file's."""
     say = say or (lambda _line: None)
     if not config and kubeconfig:
-        path = Layout(_state().root_dir).host(kubeconfig)
+        path = Layout(current_state().root_dir).host(kubeconfig)
         if path.exists():
             say(f'[{prefix}] Reading configuration from the "kubeadm-config" ConfigMap in namespace "kube-system"...')
             say(f"[{prefix}] Use 'kubeadm init phase upload-config --config your-config-file' to re-upload it.")
@@ -114,7 +110,7 @@ def _was_set(name: str) -> bool:
 
 
 def _layout(cfg: InitConfig) -> Layout:
-    return Layout(_state().root_dir, cfg.cluster.certificates_dir)
+    return Layout(current_state().root_dir, cfg.cluster.certificates_dir)
 
 
 # --- certificate-key -------------------------------------------------------------------------------------------------
@@ -132,26 +128,6 @@ def certificate_key() -> None:
 
 
 # --- check-expiration ------------------------------------------------------------------------------------------------
-
-
-def short_human_duration(d: timedelta) -> str:
-    """k8s.io/apimachinery duration.ShortHumanDuration."""
-    seconds = int(d.total_seconds())
-    if seconds < -1:
-        return "<invalid>"
-    if seconds < 0:
-        return "0s"
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes = seconds // 60
-    if minutes < 60:
-        return f"{minutes}m"
-    hours = seconds // 3600
-    if hours < 24:
-        return f"{hours}h"
-    if hours < 24 * 365:
-        return f"{hours // 24}d"
-    return f"{int(hours / 24 / 365)}y"
 
 
 def _yes_no(b: bool) -> str:

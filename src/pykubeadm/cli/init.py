@@ -7,16 +7,13 @@ points at a temporary directory, so nothing under the node's root is touched.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
-from pykubeadm import constants as c
 from pykubeadm.api import load_init_config
-from pykubeadm.cli.main import CliState
+from pykubeadm.cli.main import CliState, dry_run_layout
 from pykubeadm.errors import ValidationError
 from pykubeadm.layout import Layout
 from pykubeadm.options import INIT_FLAGS, apply_options, flags_from_click, option
@@ -35,9 +32,7 @@ def build_init_data(state: CliState, flags: dict[str, Any], out: Any = click.ech
     dry_run = bool(flags.get("dry-run")) or cfg.init.dry_run
     layout = real
     if dry_run:
-        tmp = os.environ.get(c.DRYRUN_DIR_ENV["init"]) or tempfile.mkdtemp(prefix="kubeadm-init-dryrun")
-        layout = Layout(root=Path(tmp), cert_dir=cfg.cluster.certificates_dir)
-        out(f"[dryrun] Using a temporary directory instead of the node's root: {tmp}")
+        layout = dry_run_layout("init", cfg.cluster.certificates_dir, out)
     patches = flags.get("patches") or (cfg.init.patches.directory if cfg.init.patches else "")
     ignore = {
         e.lower()
@@ -86,12 +81,7 @@ _HELP_HEAD = "Run this command in order to set up the Kubernetes control plane"
 
 class _InitGroup(click.Group):
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        formatter.write_paragraph()
-        formatter.write_text(_HELP_HEAD)
-        formatter.write_paragraph()
-        formatter.write_text('The "init" command executes the following phases:')
-        with formatter.indentation():
-            formatter.write("```\n" + Runner(init_phases(), lambda: None).help_block() + "\n```\n")
+        Runner(init_phases(), lambda: None).write_help(formatter, _HELP_HEAD, "init")
 
 
 @click.group(cls=_InitGroup, name="init", invoke_without_command=True, help=_HELP_HEAD)

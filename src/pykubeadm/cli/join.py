@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
-from pykubeadm import constants as c
 from pykubeadm.api import load_join_config
-from pykubeadm.cli.main import CliState
+from pykubeadm.cli.main import CliState, dry_run_layout
 from pykubeadm.layout import Layout
 from pykubeadm.options import JOIN_FLAGS, flags_from_click, join_option
 from pykubeadm.phases.join import JoinData, join_phases
@@ -53,9 +50,7 @@ def build_join_data(state: CliState, flags: dict[str, Any], out: Any = click.ech
     layout = real
     dry_run = bool(flags.get("dry-run")) or cfg.dry_run
     if dry_run:
-        tmp = os.environ.get(c.DRYRUN_DIR_ENV["join"]) or tempfile.mkdtemp(prefix="kubeadm-join-dryrun")
-        layout = Layout(root=Path(tmp))
-        out(f"[dryrun] Using a temporary directory instead of the node's root: {tmp}")
+        layout = dry_run_layout("join", real.cert_dir, out)
     patches = flags.get("patches") or (cfg.patches.directory if cfg.patches else "")
     ignore = {
         e.lower() for e in [*flags.get("ignore-preflight-errors", ()), *cfg.node_registration.ignore_preflight_errors]
@@ -115,12 +110,9 @@ class _JoinCommand(click.Command):
         return super().invoke(ctx)
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        formatter.write_paragraph()
-        formatter.write_text("Run this on any machine you wish to join an existing cluster")
-        formatter.write_paragraph()
-        formatter.write_text('The "join [api-server-endpoint]" command executes the following phases:')
-        with formatter.indentation():
-            formatter.write("```\n" + Runner(join_phases(), lambda: None).help_block() + "\n```\n")
+        Runner(join_phases(), lambda: None).write_help(
+            formatter, "Run this on any machine you wish to join an existing cluster", "join [api-server-endpoint]"
+        )
         formatter.write_paragraph()
         formatter.write_text("Use 'join phase <name> --help' for a single phase.")
 

@@ -12,7 +12,7 @@ import click
 
 from pykubeadm import constants as c
 from pykubeadm.api import load_init_config
-from pykubeadm.cli.main import CliState
+from pykubeadm.cli.main import current_state
 from pykubeadm.kubeconfig.create import user_kubeconfig
 from pykubeadm.layout import Layout
 from pykubeadm.options import GoDuration, option
@@ -60,14 +60,12 @@ def command() -> None:
 def user(client_name: str, config: str | None, org: tuple[str, ...], token: str, validity_period: timedelta) -> None:
     if not client_name:
         raise click.UsageError('required flag(s) "client-name" not set')
-    state = click.get_current_context().find_object(CliState)
-    root = state.root_dir if state is not None else Path("/")
     if config:
         cfg = load_init_config(Path(config), {})
     else:
         cfg = load_init_config(None, {"kubernetes-version": c.KUBERNETES_VERSION})
     orgs = [o.strip() for value in org for o in value.split(",") if o.strip()]
-    pki_dir = Layout(root, cfg.cluster.certificates_dir).pki_dir
+    pki_dir = Layout(current_state().root_dir, cfg.cluster.certificates_dir).pki_dir
     text = user_kubeconfig(
         client_name,
         orgs,

@@ -1,5 +1,7 @@
 """The `pykubeadm` command: global flags, lazily loaded sub-commands, and the one exit point mapping errors to codes.
 
+Also what every sub-command shares: its global flags (`current_state`) and the dry-run root (`dry_run_layout`).
+
 Each top-level command lives in its own module `pykubeadm.cli.<name>` exposing a click command named `command`;
 `COMMANDS` maps command names to those modules so `pykubeadm --help` does not import the whole control plane.
 """
@@ -10,15 +12,18 @@ import importlib
 import logging
 import os
 import sys
+import tempfile
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from pykubeadm import constants as c
 from pykubeadm.errors import KubeadmError
+from pykubeadm.layout import Layout
 
-__all__ = ["COMMANDS", "CliState", "main", "pass_state"]
+__all__ = ["COMMANDS", "CliState", "current_state", "dry_run_layout", "main", "pass_state"]
 
 #: command name → (module, short help). Modules are imported only when the command runs.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -51,6 +56,20 @@ class CliState:
 
 
 pass_state = click.make_pass_decorator(CliState, ensure=False)
+
+
+def current_state() -> CliState:
+    """The running command's global flags; the defaults (root "/", -v 0) when a sub-command is invoked on its own."""
+    state = click.get_current_context().find_object(CliState)
+    return state if state is not None else CliState(Path("/"), 0)
+
+
+def dry_run_layout(command: str, cert_dir: str, out: Callable[[str], None]) -> Layout:
+    """The layout of `<command> --dry-run`: a temporary directory stands in for the node's root (kubeadm's dry-run dir,
+    $KUBEADM_<COMMAND>_DRYRUN_DIR when set)."""
+    tmp = os.environ.get(c.DRYRUN_DIR_ENV[command]) or tempfile.mkdtemp(prefix=f"kubeadm-{command}-dryrun")
+    out(f"[dryrun] Using a temporary directory instead of the node's root: {tmp}")
+    return Layout(root=Path(tmp), cert_dir=cert_dir)
 
 
 class _LazyGroup(click.Group):

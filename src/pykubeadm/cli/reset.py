@@ -98,12 +98,7 @@ _HELP_HEAD = "Performs a best effort revert of changes made to this host by 'kub
 
 class _ResetGroup(click.Group):
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        formatter.write_paragraph()
-        formatter.write_text(_HELP_HEAD)
-        formatter.write_paragraph()
-        formatter.write_text('The "reset" command executes the following phases:')
-        with formatter.indentation():
-            formatter.write("```\n" + Runner(reset_phases(), lambda: None).help_block() + "\n```\n")
+        Runner(reset_phases(), lambda: None).write_help(formatter, _HELP_HEAD, "reset")
 
 
 def _reset_options(f: Any) -> Any:

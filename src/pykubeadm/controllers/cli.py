@@ -7,12 +7,9 @@ behind leader election on the Lease kube-system/kube-controller-manager when --l
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import signal
 import sys
-import time
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -24,13 +21,21 @@ from lightkube.core.exceptions import ConfigError
 from pykubeadm import constants as c
 from pykubeadm.client import load_kubeconfig
 from pykubeadm.controllers.credentials import ClientBuilder
+from pykubeadm.controllers.daemon import (
+    configure_logging,
+    leader_election_flags,
+    leader_health_check,
+    new_elector,
+    run_until_signalled,
+    serve_and_lead,
+)
 from pykubeadm.controllers.flags import GoDuration, bool_flag, path_or_none, reject_unknown_flags
 from pykubeadm.controllers.manager import ControllerSelectionError, enabled_controllers, run_controllers
 from pykubeadm.controllers.nodeipam import parse_cluster_cidrs
 from pykubeadm.controllers.runtime import ControllerContext
 from pykubeadm.controllers.serving import HealthServer
 from pykubeadm.errors import KubeconfigError
-from pykubeadm.util.leaderelection import LeaderElector, LeaseLock, new_identity
+from pykubeadm.util.leaderelection import LeaderElector
 
 __all__ = ["KCMOptions", "command", "run_kcm", "validate"]
 
@@ -122,33 +127,22 @@ async def run_kcm(opts: KCMOptions) -> int:
     builder = ClientBuilder(opts.kubeconfig, opts.use_service_account_credentials)
     elector: LeaderElector | None = None
     if opts.leader_elect:
-        lock = LeaseLock(
-            builder.root, opts.leader_elect_resource_namespace, opts.leader_elect_resource_name, new_identity()
+        elector = new_elector(
+            builder.root,
+            opts.leader_elect_resource_namespace,
+            opts.leader_elect_resource_name,
+            lease_duration=opts.leader_elect_lease_duration,
+            renew_deadline=opts.leader_elect_renew_deadline,
+            retry_period=opts.leader_elect_retry_period,
+            log=log,
         )
-        elector = LeaderElector(
-            lock,
-            lease_duration=opts.leader_elect_lease_duration.total_seconds(),
-            renew_deadline=opts.leader_elect_renew_deadline.total_seconds(),
-            retry_period=opts.leader_elect_retry_period.total_seconds(),
-            on_new_leader=lambda who: log.info("new leader elected: %s", who),
-        )
-
-    def leader_check() -> str | None:
-        if elector is None or not elector.is_leader():
-            return None
-        if time.monotonic() - elector.observed_time > elector.lease_duration + 20:
-            return "failed election to renew leadership on lease"
-        return None
-
     server = HealthServer(
         opts.bind_address,
         opts.secure_port,
         cert_file=opts.tls_cert_file,
         key_file=opts.tls_private_key_file,
-        checks={"healthz": {"leaderElection": leader_check}},
+        checks={"healthz": {"leaderElection": leader_health_check(elector)}},
     )
-    await server.start()
-    log.info("serving securely on %s:%d", opts.bind_address, opts.secure_port)
 
     async def lead() -> None:
         await builder.probe("certificate-controller")
@@ -156,30 +150,9 @@ async def run_kcm(opts: KCMOptions) -> int:
         await run_controllers(ctx, names)
 
     try:
-        if elector is None:
-            await lead()
-            return 0
-        await elector.run(lead)
-        log.error("leaderelection lost")
-        return 1
+        return await serve_and_lead(server, elector, lead, log)
     finally:
-        await server.stop()
         await builder.close()
-
-
-def _main(opts: KCMOptions) -> int:
-    async def guarded() -> int:
-        task = asyncio.current_task()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, task.cancel)  # type: ignore[union-attr]
-        try:
-            return await run_kcm(opts)
-        except asyncio.CancelledError:
-            log.info("shutting down")
-            return 0
-
-    return asyncio.run(guarded())
 
 
 @click.command(
@@ -202,13 +175,7 @@ def _main(opts: KCMOptions) -> int:
 @click.option("--cluster-signing-key-file", default="", help="CA key; empty (external CA): nothing is signed.")
 @click.option("--cluster-signing-duration", type=GoDuration(), default="8760h0m0s", show_default=True)
 @click.option("--controllers", default="*", show_default=True, help="Comma-separated: *, name, -name.")
-@bool_flag("--leader-elect", True, "Run leader election before executing the main loop.")
-@click.option("--leader-elect-lease-duration", type=GoDuration(), default="15s", show_default=True)
-@click.option("--leader-elect-renew-deadline", type=GoDuration(), default="10s", show_default=True)
-@click.option("--leader-elect-retry-period", type=GoDuration(), default="2s", show_default=True)
-@click.option("--leader-elect-resource-lock", default="leases", show_default=True)
-@click.option("--leader-elect-resource-namespace", default=c.NAMESPACE_SYSTEM, show_default=True)
-@click.option("--leader-elect-resource-name", default=c.KUBE_CONTROLLER_MANAGER, show_default=True)
+@leader_election_flags(c.KUBE_CONTROLLER_MANAGER, "Run leader election before executing the main loop.")
 @click.option("--root-ca-file", default="")
 @click.option("--service-account-private-key-file", default="")
 @bool_flag("--use-service-account-credentials", False, "Use a separate service account per controller.")
@@ -271,11 +238,6 @@ def command(ctx: click.Context, **flags: Any) -> None:
     problems = validate(opts)
     if problems:
         raise click.UsageError("; ".join(problems))
-    level = logging.DEBUG if flags["verbosity"] >= 5 else logging.INFO
-    logging.basicConfig(
-        level=level, stream=sys.stderr, format="%(asctime)s %(levelname).1s %(name)s] %(message)s", force=True
-    )
-    for noisy in ("httpx", "httpx2", "httpcore", "httpcore2", "aiohttp.access"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    configure_logging(flags["verbosity"])
     with contextlib.suppress(KeyboardInterrupt):
-        sys.exit(_main(opts))
+        sys.exit(run_until_signalled(lambda: run_kcm(opts), log))

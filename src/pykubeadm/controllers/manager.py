@@ -9,8 +9,6 @@ accepted and reported as not running.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Iterable, Sequence
 from typing import Final
@@ -22,7 +20,7 @@ from pykubeadm.controllers.csrsigning import CSRSigningController
 from pykubeadm.controllers.nodeipam import NodeIPAMController
 from pykubeadm.controllers.nodelifecycle import NodeLifecycleController
 from pykubeadm.controllers.rootcacertpublisher import RootCACertPublisher
-from pykubeadm.controllers.runtime import Controller, ControllerContext
+from pykubeadm.controllers.runtime import Controller, ControllerContext, run_with_informers
 from pykubeadm.controllers.serviceaccount import ServiceAccountsController
 from pykubeadm.controllers.tokencleaner import TokenCleanerController
 
@@ -147,13 +145,4 @@ async def run_controllers(ctx: ControllerContext, names: Iterable[str]) -> None:
     """Start the shared informers and every named controller we implement; run until cancelled."""
     controllers = [CONTROLLERS[n](ctx) for n in sorted(names) if n in CONTROLLERS]
     log.info("starting controllers: %s", ", ".join(c.name for c in controllers))
-    tasks = [asyncio.create_task(inf.run(), name=f"informer-{inf.res.__name__}") for inf in ctx.informers]
-    tasks += [asyncio.create_task(ctl.run(), name=ctl.name) for ctl in controllers]
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+    await run_with_informers(ctx, controllers)

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,15 @@ from lightkube import AsyncClient
 
 from pykubeadm.client import Informer
 
-__all__ = ["Controller", "ControllerContext", "PermanentError", "TemporaryError", "WorkQueue"]
+__all__ = [
+    "Controller",
+    "ControllerContext",
+    "PermanentError",
+    "TemporaryError",
+    "WorkQueue",
+    "cancel_and_wait",
+    "run_with_informers",
+]
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +145,16 @@ class ControllerContext:
         return list(self._informers.values())
 
 
+async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Cancel every task, then wait for each to end, swallowing what they raise (shutting down a group of tasks)."""
+    tasks = list(tasks)
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
 class Controller:
     """Base class: `setup()` wires informers to `self.queue`; `sync(key)` reconciles one key."""
 
@@ -178,11 +196,7 @@ class Controller:
             await asyncio.gather(*tasks)
         finally:
             self.queue.shutdown()
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_and_wait(tasks)
 
     async def background(self) -> None:
         """Periodic work besides the queue (override; default: nothing)."""
@@ -209,3 +223,13 @@ class Controller:
                 self.queue.add_rate_limited(key)
             finally:
                 self.queue.done(key)
+
+
+async def run_with_informers(ctx: ControllerContext, controllers: Sequence[Controller]) -> None:
+    """Run the context's shared informers and `controllers` until cancelled or one fails; then stop them all."""
+    tasks = [asyncio.create_task(inf.run(), name=f"informer-{inf.res.__name__}") for inf in ctx.informers]
+    tasks += [asyncio.create_task(ctl.run(), name=ctl.name) for ctl in controllers]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        await cancel_and_wait(tasks)

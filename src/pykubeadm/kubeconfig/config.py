@@ -150,12 +150,17 @@ def _decode(data: str | None, path_value: str | None, source: str) -> bytes:
     return b""
 
 
-def current_cluster(cfg: Kubeconfig, source: str = "data") -> tuple[str, dict[str, Any], bytes]:
-    """(name, cluster dict, CA PEM) of the current context's cluster."""
+def _current_context(cfg: Kubeconfig, source: str) -> dict[str, Any]:
+    """The `context` body of the current context."""
     ctx = _named(cfg.get("contexts"), cfg.get("current-context", ""))
     if ctx is None:
         raise KubeconfigError(f"failed to find CurrentContext in Contexts of the kubeconfig file {source}")
-    cluster_name = (ctx.get("context") or {}).get("cluster", "")
+    return ctx.get("context") or {}
+
+
+def current_cluster(cfg: Kubeconfig, source: str = "data") -> tuple[str, dict[str, Any], bytes]:
+    """(name, cluster dict, CA PEM) of the current context's cluster."""
+    cluster_name = _current_context(cfg, source).get("cluster", "")
     cluster = _named(cfg.get("clusters"), cluster_name)
     if cluster is None:
         raise KubeconfigError(
@@ -168,10 +173,7 @@ def current_cluster(cfg: Kubeconfig, source: str = "data") -> tuple[str, dict[st
 
 def current_user(cfg: Kubeconfig, source: str = "data") -> tuple[str, dict[str, Any]]:
     """(name, user dict) of the current context's user."""
-    ctx = _named(cfg.get("contexts"), cfg.get("current-context", ""))
-    if ctx is None:
-        raise KubeconfigError(f"failed to find CurrentContext in Contexts of the kubeconfig file {source}")
-    user_name = (ctx.get("context") or {}).get("user", "")
+    user_name = _current_context(cfg, source).get("user", "")
     user = _named(cfg.get("users"), user_name)
     if user is None:
         raise KubeconfigError(f"failed to find the current user {user_name!r} in the kubeconfig file {source}")

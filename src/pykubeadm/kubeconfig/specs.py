@@ -1,18 +1,18 @@
 """The kubeconfig table (kubeadm's getKubeConfigSpecsBase): one frozen spec per file, and API endpoint resolution.
 
 Read by phases/init/kubeconfig.py (one sub-phase per row), kubeconfig.create and pki.renewal. Endpoints follow
-kubeadm's GetControlPlaneEndpoint / GetLocalAPIEndpoint: `https://` + JoinHostPort(host, port).
+kubeadm's GetControlPlaneEndpoint / GetLocalAPIEndpoint: `https://` + JoinHostPort(host, port); the two URL
+builders are `pykubeadm.util.endpoint`'s, re-exported here.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
 from pykubeadm import constants as c
 from pykubeadm.errors import ValidationError
-from pykubeadm.pki.altnames import join_host_port, parse_host_port, parse_ip_sloppy
+from pykubeadm.util.endpoint import control_plane_endpoint_url, local_api_endpoint_url
 
 __all__ = [
     "ADMIN",
@@ -29,8 +29,6 @@ __all__ = [
     "server_for",
     "spec_by_file",
 ]
-
-log = logging.getLogger("pykubeadm.kubeconfig")
 
 
 @dataclass(frozen=True)
@@ -126,41 +124,6 @@ def spec_by_file(file_name: str) -> KubeconfigSpec:
 
 def client_name(spec: KubeconfigSpec, node_name: str) -> str:
     return spec.client.replace("{node}", node_name)
-
-
-def local_api_endpoint_url(advertise_address: str, bind_port: int) -> str:
-    """`https://<advertiseAddress>:<bindPort>` (IPv6 bracketed)."""
-    if not 1 <= int(bind_port) <= 65535:
-        raise ValidationError(
-            [
-                f'invalid value "{bind_port}" given for api.bindPort: port must be a valid number between 1 and 65535, inclusive'
-            ]
-        )
-    ip = parse_ip_sloppy(advertise_address)
-    if ip is None:
-        raise ValidationError([f"invalid value `{advertise_address}` given for api.advertiseAddress"])
-    return "https://" + join_host_port(str(ip), bind_port)
-
-
-def control_plane_endpoint_url(control_plane_endpoint: str, advertise_address: str, bind_port: int) -> str:
-    """controlPlaneEndpoint as a URL (its port, else bindPort), or the local endpoint when it is empty."""
-    local = local_api_endpoint_url(advertise_address, bind_port)
-    if not control_plane_endpoint:
-        return local
-    try:
-        host, port = parse_host_port(control_plane_endpoint)
-    except ValidationError as err:
-        raise ValidationError(
-            [f'invalid value "{control_plane_endpoint}" given for controlPlaneEndpoint: {err}']
-        ) from err
-    if port:
-        if port != str(bind_port):
-            log.warning(
-                "[endpoint] WARNING: port specified in controlPlaneEndpoint overrides bindPort in the controlplane address"
-            )
-    else:
-        port = str(bind_port)
-    return "https://" + join_host_port(host, port)
 
 
 def server_for(spec: KubeconfigSpec, params: KubeconfigParams) -> str:

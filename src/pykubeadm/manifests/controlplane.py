@@ -7,13 +7,12 @@ control-plane phases through `manifests.staticpod`.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from typing import Any
 
 from pykubeadm import constants as c
+from pykubeadm.api.images import kubernetes_image_for
 from pykubeadm.manifests.args import Arg, arguments_to_command, get_arg_value, set_arg_value
-from pykubeadm.manifests.images import kubernetes_image
 from pykubeadm.manifests.inputs import ClusterInputs
 from pykubeadm.manifests.pod import (
     component_pod,
@@ -25,13 +24,13 @@ from pykubeadm.manifests.pod import (
     startup_probe,
 )
 from pykubeadm.manifests.volumes import control_plane_mounts
+from pykubeadm.util.endpoint import join_host_port, loopback_for
 
 __all__ = [
     "AUTHORIZATION_MODES",
     "api_server_command",
     "build_control_plane_pod",
     "controller_manager_command",
-    "join_host_port",
     "scheduler_command",
 ]
 
@@ -40,18 +39,6 @@ log = logging.getLogger(__name__)
 #: kube-apiserver authorization modes kubeadm accepts in extraArgs.
 AUTHORIZATION_MODES = ("Node", "RBAC", "Webhook", "ABAC", "AlwaysAllow", "AlwaysDeny")
 _DEFAULT_AUTHZ = ("Node", "RBAC")
-
-
-def is_ipv6(address: str) -> bool:
-    try:
-        return ipaddress.ip_address(address).version == 6
-    except ValueError:
-        return False
-
-
-def join_host_port(host: str, port: int | str) -> str:
-    """Go's net.JoinHostPort: IPv6 hosts are bracketed."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _p(cert_dir: str, name: str) -> str:
@@ -112,7 +99,7 @@ def api_server_command(inputs: ClusterInputs) -> list[str]:
             args = set_arg_value(args, "etcd-certfile", ext.cert_file)
             args = set_arg_value(args, "etcd-keyfile", ext.key_file)
     else:
-        loopback = "::1" if is_ipv6(inputs.advertise_address) else "127.0.0.1"
+        loopback = loopback_for(inputs.advertise_address)
         servers = f"https://{join_host_port(loopback, c.ETCD_LISTEN_CLIENT_PORT)}"
         args = set_arg_value(args, "etcd-servers", servers)
         args = set_arg_value(args, "etcd-cafile", _p(d, "etcd/ca.crt"))
@@ -176,7 +163,7 @@ def scheduler_command(inputs: ClusterInputs) -> list[str]:
 def _container(name: str, inputs: ClusterInputs, command: list[str], cpu: str) -> dict[str, Any]:
     return {
         "command": command,
-        "image": kubernetes_image(name, inputs.image_repository, inputs.kubernetes_version),
+        "image": kubernetes_image_for(name, inputs.image_repository, inputs.kubernetes_version),
         "imagePullPolicy": "IfNotPresent",
         "name": name,
         "resources": resources(cpu),

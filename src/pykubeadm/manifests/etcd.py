@@ -12,9 +12,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pykubeadm import constants as c
+from pykubeadm.api.images import etcd_image_for
 from pykubeadm.manifests.args import Arg, arguments_to_command, get_arg_value, set_arg_value
-from pykubeadm.manifests.controlplane import is_ipv6, join_host_port
-from pykubeadm.manifests.images import etcd_image
 from pykubeadm.manifests.inputs import ClusterInputs, LocalEtcdInputs
 from pykubeadm.manifests.pod import (
     Mount,
@@ -25,6 +24,7 @@ from pykubeadm.manifests.pod import (
     resources,
     startup_probe,
 )
+from pykubeadm.util.endpoint import join_host_port, loopback_for
 
 __all__ = ["build_etcd_pod", "client_url", "etcd_command", "etcd_probe_endpoint", "peer_url"]
 
@@ -50,7 +50,7 @@ def etcd_command(inputs: ClusterInputs, initial_cluster: Sequence[tuple[str, str
     local = _local(inputs)
     d = inputs.certificates_dir.rstrip("/")
     adv = inputs.advertise_address
-    loopback = "::1" if is_ipv6(adv) else "127.0.0.1"
+    loopback = loopback_for(adv)
     args = [
         Arg("name", inputs.node_name),
         Arg("experimental-initial-corrupt-check", "true"),
@@ -81,7 +81,7 @@ def etcd_command(inputs: ClusterInputs, initial_cluster: Sequence[tuple[str, str
 
 def etcd_probe_endpoint(inputs: ClusterInputs) -> tuple[str, int, str]:
     """(host, port, scheme) of the etcd probes: the metrics listener."""
-    host = "::1" if is_ipv6(inputs.advertise_address) else "127.0.0.1"
+    host = loopback_for(inputs.advertise_address)
     port, scheme = c.ETCD_METRICS_PORT, "HTTP"
     user = get_arg_value(inputs.local_etcd.extra_args if inputs.local_etcd else (), "listen-metrics-urls")
     if user is None:
@@ -106,7 +106,7 @@ def build_etcd_pod(inputs: ClusterInputs, initial_cluster: Sequence[tuple[str, s
     host, port, scheme = etcd_probe_endpoint(inputs)
     container: dict[str, Any] = {
         "command": etcd_command(inputs, initial_cluster),
-        "image": etcd_image(
+        "image": etcd_image_for(
             inputs.image_repository, inputs.kubernetes_version, local.image_repository, local.image_tag
         ),
         "imagePullPolicy": "IfNotPresent",

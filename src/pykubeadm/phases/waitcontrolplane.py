@@ -11,14 +11,33 @@ import concurrent.futures
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import httpx2 as httpx
 import yaml
 
+from pykubeadm.api._base import format_duration
 from pykubeadm.errors import KubeadmError
+from pykubeadm.util.endpoint import join_host_port
 
-__all__ = ["ComponentCheck", "component_checks", "kubelet_healthz_url", "wait_healthy"]
+__all__ = [
+    "KUBELET_TROUBLESHOOTING",
+    "ComponentCheck",
+    "component_checks",
+    "kubelet_healthz_url",
+    "wait_healthy",
+    "wait_kubelet_healthy",
+]
+
+#: kubeadm's likely causes of an unhealthy kubelet and how to look into it (plus where the built-in kubelet logs).
+KUBELET_TROUBLESHOOTING = """\t- The kubelet is not running
+\t- The kubelet is unhealthy due to a misconfiguration of the node in some way (required cgroups disabled)
+
+If you are on a systemd-powered system, you can try to troubleshoot the error with the following commands:
+\t- 'systemctl status kubelet'
+\t- 'journalctl -xeu kubelet'
+With the built-in kubelet, its log is {log}"""
 
 
 @dataclass(frozen=True)
@@ -33,10 +52,8 @@ def _probe_url(manifest: Path, default_path: str) -> str:
     probe = container.get("startupProbe") or container.get("livenessProbe") or {}
     get = probe.get("httpGet") or {}
     host = get.get("host") or "127.0.0.1"
-    if ":" in host:
-        host = f"[{host}]"
     scheme = (get.get("scheme") or "HTTPS").lower()
-    return f"{scheme}://{host}:{get.get('port')}{default_path}"
+    return f"{scheme}://{join_host_port(host, get.get('port'))}{default_path}"
 
 
 def kubelet_healthz_url(config_file: Path, fallback: dict | None = None) -> str:
@@ -98,6 +115,12 @@ def wait_healthy(
             report(f"{prefix} {check.name} is healthy after {format_seconds(took)}")
         if errors:
             raise KubeadmError("; ".join(sorted(errors)))
+
+
+def wait_kubelet_healthy(url: str, timeout: timedelta, report: Callable[[str], None]) -> None:
+    """kubeadm's [kubelet-check]: announce the wait, then poll the kubelet's healthz at `url` until `timeout`."""
+    report(f"[kubelet-check] Waiting for a healthy kubelet at {url}. This can take up to {format_duration(timeout)}")
+    wait_healthy([ComponentCheck("The kubelet", url)], timeout.total_seconds(), report, "[kubelet-check]")
 
 
 def format_seconds(seconds: float) -> str:

@@ -1,6 +1,7 @@
 """Subject-alternative-name rules of kubeadm's certlist: the apiserver and etcd SAN sets, certSANs classification.
 
-Called by pki.certlist (building each cert's config) and kubeconfig (host:port parsing of controlPlaneEndpoint).
+Called by pki.certlist (building each cert's config). The host:port and IP parsing helpers live in
+`pykubeadm.util.endpoint` and are re-exported here; `parse_host_port` raises ValidationError.
 Inputs are explicit values (node name, advertise address, service subnet, ...), never config objects.
 """
 
@@ -8,11 +9,12 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import re
 from collections.abc import Callable, Iterable
 
 from pykubeadm.errors import CertError, ValidationError
 from pykubeadm.pki.certs import AltNames, IPAddress
+from pykubeadm.util import endpoint
+from pykubeadm.util.endpoint import is_dns1123_subdomain, is_wildcard_dns1123_subdomain, join_host_port, parse_ip_sloppy
 
 __all__ = [
     "api_server_virtual_ip",
@@ -29,31 +31,6 @@ __all__ = [
 log = logging.getLogger("pykubeadm.pki")
 
 Warn = Callable[[str], None]
-
-_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
-_WILDCARD_DNS1123 = re.compile(rf"^\*\.{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
-_SLOPPY_V4 = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$")
-
-
-def parse_ip_sloppy(text: str) -> IPAddress | None:
-    """Parse an IP like k8s.io/utils/net.ParseIPSloppy (IPv4 octets may have leading zeros); None if not an IP."""
-    try:
-        return ipaddress.ip_address(text)
-    except ValueError:
-        pass
-    m = _SLOPPY_V4.match(text)
-    if m and all(int(g) <= 255 for g in m.groups()):
-        return ipaddress.IPv4Address(".".join(str(int(g)) for g in m.groups()))
-    return None
-
-
-def is_dns1123_subdomain(value: str) -> bool:
-    return len(value) <= 253 and bool(_DNS1123_SUBDOMAIN.match(value))
-
-
-def is_wildcard_dns1123_subdomain(value: str) -> bool:
-    return len(value) <= 253 and bool(_WILDCARD_DNS1123.match(value))
 
 
 def _default_warn(msg: str) -> None:
@@ -100,42 +77,12 @@ def _advertise_ip(advertise_address: str) -> IPAddress:
     return ip
 
 
-def split_host_port(hostport: str) -> tuple[str, str]:
-    """Go's net.SplitHostPort; raises ValueError when `hostport` has no port."""
-    if hostport.startswith("["):
-        end = hostport.find("]")
-        if end < 0:
-            raise ValueError("missing ']' in address")
-        host, rest = hostport[1:end], hostport[end + 1 :]
-        if not rest.startswith(":"):
-            raise ValueError("missing port in address")
-        return host, rest[1:]
-    if hostport.count(":") != 1:
-        raise ValueError("missing port in address" if ":" not in hostport else "too many colons in address")
-    host, port = hostport.split(":")
-    return host, port
-
-
 def parse_host_port(hostport: str) -> tuple[str, str]:
     """kubeadmutil.ParseHostPort: (host, port-or-""); the host must be an IP or a DNS-1123 subdomain."""
     try:
-        host, port = split_host_port(hostport)
-    except ValueError:
-        host, port = hostport, ""
-    if port and not (port.isdigit() and 1 <= int(port) <= 65535):
-        raise ValidationError(
-            [f"hostport {hostport}: port {port} must be a valid number between 1 and 65535, inclusive"]
-        )
-    if parse_ip_sloppy(host) is not None or is_dns1123_subdomain(host):
-        return host, port
-    raise ValidationError(
-        [f"hostport {hostport}: host '{host}' must be a valid IP address or a valid RFC-1123 DNS subdomain"]
-    )
-
-
-def join_host_port(host: str, port: int | str) -> str:
-    """Go's net.JoinHostPort: brackets around IPv6 hosts."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        return endpoint.parse_host_port(hostport)
+    except ValueError as err:
+        raise ValidationError([str(err)]) from err
 
 
 def apiserver_alt_names(

@@ -13,6 +13,7 @@ from typing import Protocol
 from pykubeadm import constants as c
 from pykubeadm.preflight.host import Host
 from pykubeadm.preflight.proxy import proxy_for
+from pykubeadm.util.endpoint import is_dns1123_subdomain
 
 __all__ = [
     "Checker",
@@ -40,6 +41,8 @@ __all__ = [
 
 Result = tuple[list[str], list[str]]
 OK: Result = ([], [])
+#: The warning of the service checks on a host without systemd.
+_NO_INIT_SYSTEM = "no supported init system detected, skipping checking for services"
 
 
 class Checker(Protocol):
@@ -145,7 +148,7 @@ class FirewalldCheck:
 
     def check(self) -> Result:
         if self.host.init_system() is None:
-            return ["no supported init system detected, skipping checking for services"], []
+            return [_NO_INIT_SYSTEM], []
         if not self.host.service_exists("firewalld"):
             return OK
         if self.host.service_active("firewalld"):
@@ -309,9 +312,6 @@ class HTTPProxyCIDRCheck:
         return OK
 
 
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
 @dataclass(frozen=True)
 class HostnameCheck:
     host: Host
@@ -322,7 +322,7 @@ class HostnameCheck:
 
     def check(self) -> Result:
         errors = []
-        if len(self.node_name) > 253 or not _DNS1123_SUBDOMAIN.match(self.node_name):
+        if not is_dns1123_subdomain(self.node_name):
             errors.append(
                 f'invalid node name format "{self.node_name}": a lowercase RFC 1123 subdomain must consist of lower '
                 "case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
@@ -348,7 +348,7 @@ class ServiceCheck:
 
     def check(self) -> Result:
         if self.host.init_system() is None:
-            return ["no supported init system detected, skipping checking for services"], []
+            return [_NO_INIT_SYSTEM], []
         if not self.host.service_exists(self.service):
             return [f"{self.service} service does not exist"], []
         warnings, errors = [], []

@@ -8,12 +8,9 @@ kube-system/kube-scheduler, binds pending Pods.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import signal
 import sys
-import time
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -24,12 +21,20 @@ from lightkube.core.exceptions import ConfigError
 
 from pykubeadm import constants as c
 from pykubeadm.client import async_client, load_kubeconfig
-from pykubeadm.controllers.flags import GoDuration, bool_flag, path_or_none, reject_unknown_flags
-from pykubeadm.controllers.runtime import ControllerContext
+from pykubeadm.controllers.daemon import (
+    configure_logging,
+    leader_election_flags,
+    leader_health_check,
+    new_elector,
+    run_until_signalled,
+    serve_and_lead,
+)
+from pykubeadm.controllers.flags import bool_flag, path_or_none, reject_unknown_flags
+from pykubeadm.controllers.runtime import ControllerContext, run_with_informers
 from pykubeadm.controllers.serving import HealthServer
 from pykubeadm.errors import KubeconfigError
 from pykubeadm.scheduler.scheduler import SchedulerController
-from pykubeadm.util.leaderelection import LeaderElector, LeaseLock, new_identity
+from pykubeadm.util.leaderelection import LeaderElector
 
 __all__ = ["SchedulerOptions", "command", "run_scheduler"]
 
@@ -53,39 +58,23 @@ class SchedulerOptions:
 
 async def _run_scheduling(client: Any) -> None:
     ctx = ControllerContext(client=client)
-    scheduler = SchedulerController(ctx)
-    tasks = [asyncio.create_task(inf.run()) for inf in ctx.informers]
-    tasks.append(asyncio.create_task(scheduler.run()))
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+    await run_with_informers(ctx, [SchedulerController(ctx)])
 
 
 async def run_scheduler(opts: SchedulerOptions) -> int:
     client = async_client(opts.kubeconfig)
     elector: LeaderElector | None = None
     if opts.leader_elect:
-        elector = LeaderElector(
-            LeaseLock(client, opts.lock_namespace, opts.lock_name, new_identity()),
-            lease_duration=opts.lease_duration.total_seconds(),
-            renew_deadline=opts.renew_deadline.total_seconds(),
-            retry_period=opts.retry_period.total_seconds(),
-            on_new_leader=lambda who: log.info("new leader elected: %s", who),
+        elector = new_elector(
+            client,
+            opts.lock_namespace,
+            opts.lock_name,
+            lease_duration=opts.lease_duration,
+            renew_deadline=opts.renew_deadline,
+            retry_period=opts.retry_period,
+            log=log,
         )
-
-    def leader_check() -> str | None:
-        if elector is None or not elector.is_leader():
-            return None
-        if time.monotonic() - elector.observed_time > elector.lease_duration + 20:
-            return "failed election to renew leadership on lease"
-        return None
-
-    checks = {"leaderElection": leader_check}
+    checks = {"leaderElection": leader_health_check(elector)}
     server = HealthServer(
         opts.bind_address,
         opts.secure_port,
@@ -93,32 +82,10 @@ async def run_scheduler(opts: SchedulerOptions) -> int:
         key_file=opts.tls_private_key_file,
         checks={"healthz": dict(checks), "livez": dict(checks), "readyz": {}},
     )
-    await server.start()
-    log.info("serving securely on %s:%d", opts.bind_address, opts.secure_port)
     try:
-        if elector is None:
-            await _run_scheduling(client)
-            return 0
-        await elector.run(lambda: _run_scheduling(client))
-        log.error("leaderelection lost")
-        return 1
+        return await serve_and_lead(server, elector, lambda: _run_scheduling(client), log)
     finally:
-        await server.stop()
         await client.close()
-
-
-def _main(opts: SchedulerOptions) -> int:
-    async def guarded() -> int:
-        task = asyncio.current_task()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, task.cancel)  # type: ignore[union-attr]
-        try:
-            return await run_scheduler(opts)
-        except asyncio.CancelledError:
-            return 0
-
-    return asyncio.run(guarded())
 
 
 @click.command(
@@ -133,13 +100,7 @@ def _main(opts: SchedulerOptions) -> int:
 @click.option("--tls-cert-file", default="")
 @click.option("--tls-private-key-file", default="")
 @click.option("--cert-dir", default="")
-@bool_flag("--leader-elect", True, "Run leader election before scheduling.")
-@click.option("--leader-elect-lease-duration", type=GoDuration(), default="15s", show_default=True)
-@click.option("--leader-elect-renew-deadline", type=GoDuration(), default="10s", show_default=True)
-@click.option("--leader-elect-retry-period", type=GoDuration(), default="2s", show_default=True)
-@click.option("--leader-elect-resource-lock", default="leases", show_default=True)
-@click.option("--leader-elect-resource-namespace", default=c.NAMESPACE_SYSTEM, show_default=True)
-@click.option("--leader-elect-resource-name", default=c.KUBE_SCHEDULER, show_default=True)
+@leader_election_flags(c.KUBE_SCHEDULER, "Run leader election before scheduling.")
 @click.option("--client-ca-file", default="")
 @click.option("--requestheader-client-ca-file", default="")
 @bool_flag("--profiling", True, "Accepted for compatibility.")
@@ -170,13 +131,6 @@ def command(ctx: click.Context, **flags: Any) -> None:
         lock_namespace=flags["leader_elect_resource_namespace"],
         lock_name=flags["leader_elect_resource_name"],
     )
-    logging.basicConfig(
-        level=logging.DEBUG if flags["verbosity"] >= 5 else logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
-        force=True,
-    )
-    for noisy in ("httpx", "httpx2", "httpcore", "httpcore2", "aiohttp.access"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    configure_logging(flags["verbosity"])
     with contextlib.suppress(KeyboardInterrupt):
-        sys.exit(_main(opts))
+        sys.exit(run_until_signalled(lambda: run_scheduler(opts)))

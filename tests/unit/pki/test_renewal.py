@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from pykubeadm.cli.certs import _text_report, short_human_duration
+from pykubeadm.cli.certs import _text_report
 from pykubeadm.errors import CertError
 from pykubeadm.kubeconfig import specs
 from pykubeadm.kubeconfig.config import client_cert_and_key_pem, load_kubeconfig
@@ -17,6 +17,7 @@ from pykubeadm.pki import certlist
 from pykubeadm.pki.create import create_ca_files, create_cert_files
 from pykubeadm.pki.csr import create_csr_files, create_default_keys_and_csrs
 from pykubeadm.pki.renewal import expiration_report, renew_handlers, renew_using_local_ca
+from pykubeadm.util.humanize import short_human_duration
 from pykubeadm.util.tabwriter import TabWriter
 
 P = certlist.PkiParams(

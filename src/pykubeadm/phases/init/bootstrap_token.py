@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 from pykubeadm.kubeconfig.config import current_cluster, load_kubeconfig
-from pykubeadm.phases.bootstraptoken import (
-    bootstrap_rbac,
-    cluster_info_objects,
-    token_secret,
-)
+from pykubeadm.phases.bootstraptoken import bootstrap_rbac, bootstrap_token_secret, cluster_info_objects
 from pykubeadm.phases.init.cluster import apply
 from pykubeadm.phases.init.data import InitData
 from pykubeadm.workflow import Phase
@@ -20,18 +16,7 @@ def run(data: InitData) -> None:
     if tokens and not data.skip_token_print:
         data.out(f"[bootstrap-token] Using token: {tokens[0].token}")
     data.out("[bootstrap-token] Configuring bootstrap tokens, cluster-info ConfigMap, RBAC Roles")
-    secrets = [
-        token_secret(
-            str(t.token),
-            description=t.description,
-            ttl=t.ttl,
-            expires=t.expires,
-            usages=t.usages,
-            groups=t.groups,
-        )
-        for t in tokens
-    ]
-    apply(data, secrets)
+    apply(data, [bootstrap_token_secret(t) for t in tokens])
     rbac = bootstrap_rbac()
     apply(data, rbac[:2])
     data.out("[bootstrap-token] Configured RBAC rules to allow Node Bootstrap tokens to get nodes")

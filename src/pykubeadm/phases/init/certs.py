@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from pykubeadm import constants as c
 from pykubeadm.errors import CertError
+from pykubeadm.phases.init._common import shown
 from pykubeadm.phases.init.data import InitData
 from pykubeadm.pki import certlist
 from pykubeadm.pki.certlist import CertSpec, PkiParams
@@ -34,6 +35,7 @@ __all__ = [
     "encryption_algorithm",
     "pki_dir",
     "pki_params",
+    "pooled_key",
     "start_key_pool",
     "start_time",
 ]
@@ -86,10 +88,6 @@ def pki_dir(data: InitData) -> Path:
     return data.layout.with_cert_dir(data.cfg.cluster.certificates_dir).pki_dir
 
 
-def _shown_pki_dir(data: InitData) -> str:
-    return str(pki_dir(data)) if data.dry_run else data.cfg.cluster.certificates_dir
-
-
 def start_time(data: InitData) -> datetime:
     """kubeadm's process start time: one instant for every certificate of the run."""
     t = data.state.get("start_time")
@@ -118,7 +116,11 @@ def detect_external_ca(data: InitData) -> bool:
 # --- run functions -----------------------------------------------------------------------------------------------------
 
 
-def _pool_key(data: InitData, algorithm: str) -> PrivateKey | None:
+def pooled_key(data: InitData, path: Path, algorithm: str) -> PrivateKey | None:
+    """A key from the pool `start_key_pool` started, for the file `path` about to be written; None when the file
+    exists (it is reused or checked, not regenerated) or no pool is running."""
+    if path.exists():
+        return None
     pool = data.state.get("key_pool")
     return pool.take(algorithm) if isinstance(pool, KeyPool) else None
 
@@ -143,7 +145,7 @@ def _missing_cert_keys(data: InitData) -> int:
 
 def _run_certs(data: InitData) -> None:
     detect_external_ca(data)
-    data.out(f'[certs] Using certificateDir folder "{_shown_pki_dir(data)}"')
+    data.out(f'[certs] Using certificateDir folder "{shown(data, data.cfg.cluster.certificates_dir)}"')
     start_key_pool(data, encryption_algorithm(data.cfg.cluster), _missing_cert_keys(data))
 
 
@@ -154,9 +156,7 @@ def _run_ca(spec: CertSpec):
             return
         detect_external_ca(data)
         params = pki_params(data.cfg.init, data.cfg.cluster)
-        key = None
-        if not (pki_dir(data) / f"{spec.base_name}.crt").exists():
-            key = _pool_key(data, params.encryption_algorithm)
+        key = pooled_key(data, pki_dir(data) / f"{spec.base_name}.crt", params.encryption_algorithm)
         create_ca_files(spec, params, pki_dir(data), data.out, start_time(data), key)
 
     return run
@@ -169,9 +169,7 @@ def _run_cert(spec: CertSpec):
             return
         detect_external_ca(data)
         params = pki_params(data.cfg.init, data.cfg.cluster)
-        key = None
-        if not (pki_dir(data) / f"{spec.base_name}.crt").exists():
-            key = _pool_key(data, params.encryption_algorithm)
+        key = pooled_key(data, pki_dir(data) / f"{spec.base_name}.crt", params.encryption_algorithm)
         create_cert_files(spec, params, pki_dir(data), data.out, start_time(data), key=key)
 
     return run
@@ -182,9 +180,7 @@ def _run_sa(data: InitData) -> None:
         data.out("[certs] Using existing sa keys")
         return
     algorithm = encryption_algorithm(data.cfg.cluster)
-    key = None
-    if not (pki_dir(data) / c.SERVICE_ACCOUNT_PRIVATE_KEY_NAME).exists():
-        key = _pool_key(data, algorithm)
+    key = pooled_key(data, pki_dir(data) / c.SERVICE_ACCOUNT_PRIVATE_KEY_NAME, algorithm)
     create_service_account_key_files(pki_dir(data), algorithm, data.out, key)
 
 

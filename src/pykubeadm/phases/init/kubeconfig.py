@@ -14,16 +14,17 @@ from pykubeadm import constants as c
 from pykubeadm.errors import KubeconfigError
 from pykubeadm.kubeconfig.create import create_kubeconfig_file, validate_kubeconfigs_for_external_ca
 from pykubeadm.kubeconfig.specs import KUBECONFIG_LIST, KubeconfigParams, KubeconfigSpec
+from pykubeadm.phases.init._common import shown
 from pykubeadm.phases.init.certs import (
     MACRO_LONG,
     detect_external_ca,
     encryption_algorithm,
     pki_dir,
+    pooled_key,
     start_key_pool,
     start_time,
 )
 from pykubeadm.phases.init.data import InitData
-from pykubeadm.pki.keys import KeyPool
 from pykubeadm.workflow import Phase, all_phase
 
 if TYPE_CHECKING:
@@ -48,16 +49,18 @@ def kubeconfig_params(init: InitConfiguration, cluster: ClusterConfiguration) ->
     )
 
 
+def _node_dir(data: InitData) -> str:
+    """--kubeconfig-dir as a node path (/etc/kubernetes unless set; join's data has no such flag)."""
+    return str(getattr(data, "kubeconfig_dir", None) or c.KUBERNETES_DIR)
+
+
 def kubeconfig_dir(data: InitData) -> Path:
     """The kubeconfig folder where this run writes (--kubeconfig-dir; the dry-run mirror in dry-run)."""
-    custom = getattr(data, "kubeconfig_dir", None)
-    return data.layout.host(custom) if custom else data.layout.kubernetes_dir
+    return data.layout.host(_node_dir(data))
 
 
 def _shown_dir(data: InitData) -> str:
-    if data.dry_run:
-        return str(kubeconfig_dir(data))
-    return str(getattr(data, "kubeconfig_dir", None) or c.KUBERNETES_DIR)
+    return shown(data, _node_dir(data))
 
 
 def _run_kubeconfig(data: InitData) -> None:
@@ -71,7 +74,7 @@ def _run_file(spec: KubeconfigSpec):
         params = kubeconfig_params(data.cfg.init, data.cfg.cluster)
         if detect_external_ca(data):
             data.out(f"[kubeconfig] External CA mode: Using user provided {spec.file_name}")
-            real_dir = data.real_layout.host(getattr(data, "kubeconfig_dir", None) or c.KUBERNETES_DIR)
+            real_dir = data.real_layout.host(_node_dir(data))
             if "external_ca_kubeconfigs_valid" not in data.state:
                 real_pki = data.real_layout.with_cert_dir(data.cfg.cluster.certificates_dir).pki_dir
                 validate_kubeconfigs_for_external_ca(real_dir, real_pki, params, _shown_dir(data))
@@ -86,10 +89,7 @@ def _run_file(spec: KubeconfigSpec):
                         f"could not copy {spec.file_name} to dry run directory {target.parent}: {err}"
                     ) from err
             return
-        key = None
-        if not (kubeconfig_dir(data) / spec.file_name).exists():
-            pool = data.state.get("key_pool")
-            key = pool.take(params.encryption_algorithm) if isinstance(pool, KeyPool) else None
+        key = pooled_key(data, kubeconfig_dir(data) / spec.file_name, params.encryption_algorithm)
         create_kubeconfig_file(
             spec, params, kubeconfig_dir(data), pki_dir(data), data.out, _shown_dir(data), start_time(data), key=key
         )

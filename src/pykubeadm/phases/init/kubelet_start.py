@@ -8,7 +8,7 @@ is stopped before and started after, through systemd in host mode or as the buil
 from __future__ import annotations
 
 from pykubeadm.api import features
-from pykubeadm.manifests.images import pause_image
+from pykubeadm.api.images import pause_image
 from pykubeadm.phases.init._common import patch_manager
 from pykubeadm.phases.init.data import InitData
 from pykubeadm.phases.kubelet import KubeletFiles, write_kubelet_files
@@ -28,7 +28,7 @@ def write_init_kubelet_files(data: InitData, hostname: str | None = None) -> Kub
         data.layout,
         kubelet_config=cfg.kubelet,
         cri_socket=reg.cri_socket,
-        pause_image=pause_image(cfg.cluster.image_repository),
+        pause_image=pause_image(cfg.cluster),
         node_name=reg.name,
         kubelet_extra_args=reg.kubelet_extra_args,
         taints=reg.taints,

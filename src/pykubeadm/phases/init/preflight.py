@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from pykubeadm.manifests.images import etcd_image, kubernetes_image, pause_image
+from pykubeadm.api.images import images_list
 from pykubeadm.phases.init.data import InitData
 from pykubeadm.preflight import Host, InitCheckParams, RealHost, init_node_checks, root_check, run_checks
 from pykubeadm.preflight.checks import Result
@@ -66,27 +66,6 @@ def init_check_params(data: InitData) -> InitCheckParams:
     )
 
 
-def _images(data: InitData) -> list[str]:
-    cluster = data.cfg.cluster
-    repo, version = cluster.image_repository, cluster.kubernetes_version
-    images = [
-        kubernetes_image(n, repo, version) for n in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
-    ]
-    if not cluster.proxy.disabled:
-        images.append(kubernetes_image("kube-proxy", repo, version))
-    if not cluster.dns.disabled:
-        from pykubeadm.api.images import coredns_image
-
-        images.append(coredns_image(cluster))
-    images.append(pause_image(repo))
-    if cluster.etcd.external is None:
-        local = cluster.etcd.local
-        images.append(
-            etcd_image(repo, version, local.image_repository if local else "", local.image_tag if local else "")
-        )
-    return images
-
-
 class _ImagePullCheck:
     """kubeadm's ImagePullCheck through crictl (respecting imagePullPolicy)."""
 
@@ -120,7 +99,9 @@ def pull_images(data: InitData, host: Host) -> None:
     data.out("[preflight] This might take a minute or two, depending on the speed of your internet connection")
     data.out("[preflight] You can also perform this action beforehand using 'kubeadm config images pull'")
     reg = data.cfg.init.node_registration
-    checks = [_ImagePullCheck(host, reg.cri_socket, img, reg.image_pull_policy) for img in _images(data)]
+    checks = [
+        _ImagePullCheck(host, reg.cri_socket, img, reg.image_pull_policy) for img in images_list(data.cfg.cluster)
+    ]
     run_checks(checks, data.ignore_preflight_errors, _writer(data))
 
 

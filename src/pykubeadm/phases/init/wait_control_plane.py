@@ -6,19 +6,18 @@ from pykubeadm import constants as c
 from pykubeadm.api import format_duration
 from pykubeadm.errors import KubeadmError
 from pykubeadm.phases.init.data import InitData
-from pykubeadm.phases.waitcontrolplane import ComponentCheck, component_checks, kubelet_healthz_url, wait_healthy
+from pykubeadm.phases.waitcontrolplane import (
+    KUBELET_TROUBLESHOOTING,
+    component_checks,
+    kubelet_healthz_url,
+    wait_healthy,
+    wait_kubelet_healthy,
+)
 from pykubeadm.workflow import Phase
 
 __all__ = ["PHASE"]
 
-_KUBELET_HELP = """Unfortunately, an error has occurred, likely caused by:
-	- The kubelet is not running
-	- The kubelet is unhealthy due to a misconfiguration of the node in some way (required cgroups disabled)
-
-If you are on a systemd-powered system, you can try to troubleshoot the error with the following commands:
-	- 'systemctl status kubelet'
-	- 'journalctl -xeu kubelet'
-With the built-in kubelet, its log is {log}"""
+_KUBELET_HELP = "Unfortunately, an error has occurred, likely caused by:\n" + KUBELET_TROUBLESHOOTING
 
 _CONTROL_PLANE_HELP = """A control plane component may have crashed or exited when started by the kubelet.
 With the built-in kubelet, each static Pod's log is under {logs}"""
@@ -39,11 +38,8 @@ def run(data: InitData) -> None:
         f'"{manifests}"'
     )
     url = kubelet_healthz_url(data.layout.kubelet_config, data.cfg.kubelet)
-    data.out(
-        f"[kubelet-check] Waiting for a healthy kubelet at {url}. This can take up to {format_duration(kubelet_timeout)}"
-    )
     try:
-        wait_healthy([ComponentCheck("The kubelet", url)], kubelet_timeout.total_seconds(), data.out, "[kubelet-check]")
+        wait_kubelet_healthy(url, kubelet_timeout, data.out)
     except KubeadmError as err:
         raise KubeadmError(f"{err}\n\n{_KUBELET_HELP.format(log=data.real_layout.kubelet_log_file)}") from err
     names = {n: data.layout.manifest(n) for n in c.CONTROL_PLANE_COMPONENTS if data.layout.manifest(n).exists()}

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pykubeadm import constants as c
 from pykubeadm.api import features
+from pykubeadm.api.images import pause_image
 from pykubeadm.errors import KubeadmError
 from pykubeadm.kubeconfig.config import write_kubeconfig
-from pykubeadm.manifests.images import pause_image
 from pykubeadm.phases.join.cluster import (
     cluster_configuration,
     kubelet_configuration,
@@ -68,7 +68,7 @@ def _run(data: JoinData) -> None:
         layout,
         kubelet_config=kubelet_cfg,
         cri_socket=reg.cri_socket,
-        pause_image=pause_image(cluster.image_repository),
+        pause_image=pause_image(cluster),
         node_name=reg.name,
         kubelet_extra_args=reg.kubelet_extra_args,
         taints=reg.taints,

@@ -14,22 +14,12 @@ from pykubeadm.errors import KubeadmError, KubeconfigError
 from pykubeadm.kubeconfig.config import current_user, load_kubeconfig
 from pykubeadm.phases.join.data import JoinData
 from pykubeadm.phases.patchnode import annotate_cri_socket
-from pykubeadm.phases.waitcontrolplane import ComponentCheck, kubelet_healthz_url, wait_healthy
+from pykubeadm.phases.waitcontrolplane import KUBELET_TROUBLESHOOTING, kubelet_healthz_url, wait_kubelet_healthy
 from pykubeadm.workflow import Phase
 
 __all__ = ["PHASE", "kubelet_conf_usable"]
 
-_FAIL = """Unfortunately, an error has occurred:
-	{err}
-
-This error is likely caused by:
-	- The kubelet is not running
-	- The kubelet is unhealthy due to a misconfiguration of the node in some way (required cgroups disabled)
-
-If you are on a systemd-powered system, you can try to troubleshoot the error with the following commands:
-	- 'systemctl status kubelet'
-	- 'journalctl -xeu kubelet'
-With the built-in kubelet, its log is {log}"""
+_FAIL = "Unfortunately, an error has occurred:\n\t{err}\n\nThis error is likely caused by:\n" + KUBELET_TROUBLESHOOTING
 
 
 def kubelet_conf_usable(data: JoinData) -> bool:
@@ -57,11 +47,7 @@ def _run(data: JoinData) -> None:
     log = data.real_layout.kubelet_log_file
     try:
         url = kubelet_healthz_url(data.layout.kubelet_config)
-        data.out(
-            f"[kubelet-check] Waiting for a healthy kubelet at {url}. This can take up to "
-            f"{format_duration(kubelet_timeout)}"
-        )
-        wait_healthy([ComponentCheck("The kubelet", url)], kubelet_timeout.total_seconds(), data.out, "[kubelet-check]")
+        wait_kubelet_healthy(url, kubelet_timeout, data.out)
         data.out("[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap")
         deadline = time.monotonic() + tls_timeout.total_seconds()
         while not kubelet_conf_usable(data):

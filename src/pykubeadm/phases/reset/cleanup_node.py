@@ -16,6 +16,7 @@ import logging
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 import yaml
@@ -148,29 +149,31 @@ def _remove_containers(data: ResetData) -> None:
 # --- files ----------------------------------------------------------------------------------------------------------
 
 
-def _clean_dirs(data: ResetData, dirs: list[str]) -> None:
+def _delete_each(
+    data: ResetData, what: str, paths: list[str], delete: Callable[[Layout, str], None], failed: str
+) -> None:
+    """One "[reset] Deleting <what>: [...]" step ("Would delete" in dry-run); a failure is logged with the `failed`
+    format (path, error) and the next path is tried, as kubeadm does."""
     if data.dry_run:
-        data.out(f"[reset] Would delete contents of directories: {go_list(dirs)}")
+        data.out(f"[reset] Would delete {what}: {go_list(paths)}")
         return
-    data.out(f"[reset] Deleting contents of directories: {go_list(dirs)}")
-    for d in dirs:
+    data.out(f"[reset] Deleting {what}: {go_list(paths)}")
+    for path in paths:
         try:
-            clean_dir(data.layout, d)
+            delete(data.layout, path)
         except OSError as err:
-            log.warning('[reset] Failed to delete contents of "%s" directory: %s', d, err)
+            log.warning(failed, path, err)
+
+
+def _clean_dirs(data: ResetData, dirs: list[str]) -> None:
+    _delete_each(
+        data, "contents of directories", dirs, clean_dir, '[reset] Failed to delete contents of "%s" directory: %s'
+    )
 
 
 def _delete_files(data: ResetData) -> None:
     files = [str(PurePosixPath(c.KUBERNETES_DIR) / f) for f in KUBECONFIG_FILES]
-    if data.dry_run:
-        data.out(f"[reset] Would delete files: {go_list(files)}")
-        return
-    data.out(f"[reset] Deleting files: {go_list(files)}")
-    for f in files:
-        try:
-            remove_path(data.layout, f)
-        except OSError as err:
-            log.warning('[reset] Failed to remove file: "%s" [%s]', f, err)
+    _delete_each(data, "files", files, remove_path, '[reset] Failed to remove file: "%s" [%s]')
 
 
 def _sqlite_files(layout: Layout) -> list[str]:
@@ -207,17 +210,10 @@ def builtin_state_paths(layout: Layout) -> list[str]:
 
 def _delete_builtin_state(data: ResetData, paths: list[str]) -> None:
     present = [p for p in paths if os.path.lexists(data.layout.host(p))]
-    if not present:
-        return
-    if data.dry_run:
-        data.out(f"[reset] Would delete the built-in control plane's state: {go_list(present)}")
-        return
-    data.out(f"[reset] Deleting the built-in control plane's state: {go_list(present)}")
-    for p in present:
-        try:
-            remove_path(data.layout, p)
-        except OSError as err:
-            log.warning('[reset] Failed to remove "%s": %s', p, err)
+    if present:
+        _delete_each(
+            data, "the built-in control plane's state", present, remove_path, '[reset] Failed to remove "%s": %s'
+        )
 
 
 def _reclean_etcd(data: ResetData) -> None:

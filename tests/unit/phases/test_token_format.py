@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from pykubeadm.cli.token import TokenInfo, format_token_table, output_object, render_tokens, token_from_secret
+from pykubeadm.phases.token import TokenInfo, format_token_table, output_object, render_tokens, token_from_secret
 
 NOW = datetime(2024, 8, 14, 10, 11, 12, tzinfo=UTC)
 
