@@ -18,6 +18,6 @@ __all__ = ["annotate_cri_socket"]
 
 
 def annotate_cri_socket(client: Client, node_name: str, cri_socket: str, timeout: float) -> None:
-    wait_for_sync(client, Node, node_name, lambda _n: True, timeout=timeout)
+    wait_for_sync(client, Node, node_name, lambda _n: True, timeout=timeout, interval=0.05)
     patch = {"metadata": {"annotations": {c.ANNOTATION_CRI_SOCKET: cri_socket}}}
     retry_api_call(lambda: client.patch(Node, node_name, patch), f"annotate node {node_name} with its CRI socket")
