@@ -194,6 +194,7 @@ def discover_with_token(
     url = f"https://{endpoint}{_CLUSTER_INFO_PATH}"
     deadline = time.monotonic() + timeout
     log.info('[discovery] Created cluster-info discovery client, requesting info from "%s"', url)
+    attempt = 0
     while True:
         try:
             with httpx.Client(
@@ -224,10 +225,13 @@ def discover_with_token(
             )
             return DiscoveryResult(server, ca_pem)
         except _Retry as err:
-            if time.monotonic() + interval > deadline:
+            # Right after `init` the signer may not have run yet: retry quickly first, backing off to `interval`.
+            delay = min(interval, 0.1 * 2**attempt)
+            attempt += 1
+            if time.monotonic() + delay > deadline:
                 why = (
                     _diagnose_unsigned(err, endpoint, token, pins) if isinstance(err, _Unsigned) and pins else str(err)
                 )
                 raise DiscoveryError(f"abort connecting to API servers after timeout of {timeout:g}s: {why}") from err
             log.info("[discovery] %s, will try again", err)
-            time.sleep(interval)
+            time.sleep(delay)
