@@ -111,7 +111,9 @@ def cli(ctx: click.Context, root_dir: Path, verbosity: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI and turn errors into kubeadm's exit codes (1 default, 2 preflight, 3 validation)."""
     try:
-        cli.main(args=argv, prog_name="pykubeadm", standalone_mode=False)
+        cli.main(
+            args=_hoist_verbosity(sys.argv[1:] if argv is None else argv), prog_name="pykubeadm", standalone_mode=False
+        )
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.Abort:
@@ -129,6 +131,35 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     sys.exit(0)
+
+
+_V_FLAGS = ("-v", "--v")
+
+
+def _hoist_verbosity(args: list[str]) -> list[str]:
+    """kubeadm's `-v/--v` is a persistent flag: accept it after the subcommand too (`join ... --v=5`, `-v5`) by moving
+    it in front. `component` commands parse their own `--v` (kube-apiserver, kubelet, ...) and are left alone."""
+    words = [a for a in args if not a.startswith("-")]
+    if words[:1] == ["component"]:
+        return args
+    hoisted: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        if arg in _V_FLAGS and i + 1 < len(args) and args[i + 1].lstrip("-").isdigit():
+            hoisted += ["--v", args[i + 1]]
+            i += 2
+            continue
+        if arg.startswith(("--v=", "-v=")) or (arg.startswith("-v") and arg[2:].isdigit()):
+            hoisted += ["--v", arg.split("=", 1)[1] if "=" in arg else arg[2:]]
+        else:
+            rest.append(arg)
+        i += 1
+    return hoisted + rest
 
 
 def _verbosity() -> int:

@@ -33,6 +33,9 @@ __all__ = ["DiscoveryError", "DiscoveryResult", "discover_with_token", "parse_pi
 log = logging.getLogger(__name__)
 
 _CLUSTER_INFO_PATH = f"/api/v1/namespaces/{c.NAMESPACE_PUBLIC}/configmaps/{c.CLUSTER_INFO_CONFIGMAP}"
+#: Right after `init` the BootstrapSigner may not have signed yet: poll every 200 ms for the first ~10 s.
+_FAST_RETRY = 0.2
+_FAST_RETRIES = 50
 
 
 class DiscoveryError(KubeadmError):
@@ -225,13 +228,14 @@ def discover_with_token(
             )
             return DiscoveryResult(server, ca_pem)
         except _Retry as err:
-            # Right after `init` the signer may not have run yet: retry quickly first, backing off to `interval`.
-            delay = min(interval, 0.1 * 2**attempt)
+            # Right after `init` the signer may not have run yet: poll quickly for a while, then every `interval`.
+            delay = min(interval, _FAST_RETRY) if attempt < _FAST_RETRIES else interval
             attempt += 1
             if time.monotonic() + delay > deadline:
                 why = (
                     _diagnose_unsigned(err, endpoint, token, pins) if isinstance(err, _Unsigned) and pins else str(err)
                 )
                 raise DiscoveryError(f"abort connecting to API servers after timeout of {timeout:g}s: {why}") from err
-            log.info("[discovery] %s, will try again", err)
+            if delay >= interval or attempt % max(1, round(interval / _FAST_RETRY)) == 1:  # kubeadm's cadence
+                log.info("[discovery] %s, will try again", err)
             time.sleep(delay)

@@ -80,6 +80,7 @@ class Kubelet:
         self.client_manager: CertificateManager | None = None
         self.serving_manager: CertificateManager | None = None
         self.client: SwappableClient | None = None
+        self._client_ready = asyncio.Event()
         self.agent: NodeAgent | None = None
         self._base: ClientConfig | None = None
         self._runners: list[web.AppRunner] = []
@@ -142,6 +143,7 @@ class Kubelet:
         new = KubeClient(pair_client_config(self._base, pair))
         if self.client is None:
             self.client = SwappableClient(new)
+            self._client_ready.set()
         else:
             self.client.swap(new)
 
@@ -221,6 +223,7 @@ class Kubelet:
         store = PairStore(self.cert_dir, "kubelet-client")
         if base.token and initial is None and store.current() is None and not self.s.bootstrap_kubeconfig:
             self.client = SwappableClient(KubeClient(base))  # a token kubeconfig, no certificates involved
+            self._client_ready.set()
         elif self.s.rotate_certificates:
             self.client_manager = CertificateManager(
                 store,
@@ -247,9 +250,9 @@ class Kubelet:
         self._spawn(self._after_client())
 
     async def _after_client(self) -> None:
-        while self.client is None:
-            await asyncio.sleep(0.1)
+        await self._client_ready.wait()
         client = self.client
+        assert client is not None
         node = initial_node(
             self.s.node_name,
             hostname=self.s.node_name,
@@ -318,7 +321,11 @@ class Kubelet:
             pair = await self.serving_manager.wait_for_current()
             return str(pair.path), str(pair.path)
         cert, key = self.cert_dir / "kubelet.crt", self.cert_dir / "kubelet.key"
-        ensure_self_signed_serving(cert, key, self.s.node_name)
+        if self.agent is not None and self.s.register_node and not cert.exists():
+            # two RSA keys take a while: let the Node register first (but never wait on it for long)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.agent.registered.wait(), 2.0)
+        await asyncio.to_thread(ensure_self_signed_serving, cert, key, self.s.node_name)
         return str(cert), str(key)
 
     async def _start_kubelet_server(self) -> None:

@@ -110,6 +110,13 @@ def _wait_joins(procs: dict[str, tuple[LabNode, subprocess.Popen[bytes]]], out: 
         )
 
 
+def _import_api_client() -> None:
+    """Import what `wait_ready` needs (a few hundred ms of imports) while the child processes work."""
+    import lightkube.resources.core_v1  # noqa: F401
+
+    import pykubeadm.client  # noqa: F401
+
+
 def _is_ready(node: Any) -> bool:
     """The Node's Ready condition is True."""
     return any(cd.type == "Ready" and cd.status == "True" for cd in (node.status.conditions or []))
@@ -168,6 +175,7 @@ def lab_up(lab_dir: Path, workers: int, datastore: str, out: Out = print) -> lis
             out(f"[lab] Joining {node.name} on {node.address}")
             procs[node.name] = (node, _start_join(node, endpoint, token, ca_hash))
             nodes.append(node)
+        _import_api_client()  # while the joins run
         _wait_joins(procs, out)
     wait_ready(lab_dir, [n.name for n in nodes], out)
     out(f"[lab] {len(nodes)} node(s) Ready after {time.monotonic() - start:.1f}s")
@@ -185,6 +193,7 @@ def lab_join(lab_dir: Path, out: Out = print) -> LabNode:
     node = lab_node(lab_dir, len(nodes))
     out(f"[lab] Joining {node.name} on {node.address}")
     proc = _start_join(node, f"{cp.address}:{c.KUBE_APISERVER_PORT}", _token(cp), _ca_hash(cp))
+    _import_api_client()  # while the join runs
     _wait_joins({node.name: (node, proc)}, out)
     wait_ready(lab_dir, [node.name], out)
     return node

@@ -93,6 +93,7 @@ def init_config(node: LabNode, token: str, datastore: str) -> list[dict[str, Any
         "apiVersion": c.KUBEADM_API_VERSION,
         "kind": "ClusterConfiguration",
         "clusterName": "lab",
+        "kubernetesVersion": c.KUBERNETES_VERSION,  # the built-in components' version; no lookup on the internet
         "controlPlaneEndpoint": f"{node.address}:{c.KUBE_APISERVER_PORT}",
         "encryptionAlgorithm": "ECDSA-P256",
         "networking": {"podSubnet": "10.244.0.0/16"},

@@ -120,7 +120,7 @@ def wait_healthy(
 def wait_kubelet_healthy(url: str, timeout: timedelta, report: Callable[[str], None]) -> None:
     """kubeadm's [kubelet-check]: announce the wait, then poll the kubelet's healthz at `url` until `timeout`."""
     report(f"[kubelet-check] Waiting for a healthy kubelet at {url}. This can take up to {format_duration(timeout)}")
-    wait_healthy([ComponentCheck("The kubelet", url)], timeout.total_seconds(), report, "[kubelet-check]")
+    wait_healthy([ComponentCheck("The kubelet", url)], timeout.total_seconds(), report, "[kubelet-check]", 0.05)
 
 
 def format_seconds(seconds: float) -> str:

@@ -42,6 +42,8 @@ LEASE_DURATION = 15.0
 RENEW_DEADLINE = 10.0
 RETRY_PERIOD = 2.0
 JITTER_FACTOR = 1.2
+#: Retry period while the lock cannot be read (no API server yet).
+UNREACHABLE_RETRY = 0.1
 
 
 def new_identity() -> str:
@@ -102,6 +104,7 @@ class LeaderElector:
         self.observed: LeaderElectionRecord | None = None
         self.observed_time = 0.0
         self._reported_leader: str | None = None
+        self._unreachable = False
 
     @property
     def identity(self) -> str:
@@ -140,8 +143,11 @@ class LeaderElector:
         try:
             old = await self.lock.get()
         except Exception as err:
-            log.info("error retrieving resource lock %s: %s", self.lock.describe(), err)
+            if not self._unreachable:
+                log.info("error retrieving resource lock %s: %s", self.lock.describe(), err)
+            self._unreachable = True
             return False
+        self._unreachable = False
         if old is None:
             try:
                 await self.lock.create(mine)
@@ -173,13 +179,21 @@ class LeaderElector:
         return True
 
     async def acquire(self) -> None:
-        """Return once we hold the lease (retry every RetryPeriod·[1, 2.2))."""
+        """Return once we hold the lease (retry every RetryPeriod·[1, 2.2)).
+
+        While the lock cannot be read at all (the API server is still starting, as right after `kubeadm init` writes
+        the static Pods) retry every UNREACHABLE_RETRY instead: there is no holder to be polite to, and the
+        controllers (BootstrapSigner, CSR signing) that a join waits for start only once we lead.
+        """
         log.info("attempting to acquire leader lease %s...", self.lock.describe())
         while True:
             if await self.try_acquire_or_renew():
                 log.info("successfully acquired lease %s", self.lock.describe())
                 return
-            await self.sleep(self.retry_period * (1 + random.random() * JITTER_FACTOR))
+            if self._unreachable:
+                await self.sleep(min(UNREACHABLE_RETRY, self.retry_period))
+            else:
+                await self.sleep(self.retry_period * (1 + random.random() * JITTER_FACTOR))
 
     async def renew(self) -> None:
         """Keep renewing; return when renewals failed for RenewDeadline (leadership lost)."""

@@ -98,9 +98,7 @@ def cluster_configuration(data: JoinData) -> ClusterConfiguration:
     cached = data.state.get("cluster_configuration")
     if cached is None:
         data.out('[preflight] Reading configuration from the "kubeadm-config" ConfigMap in namespace "kube-system"...')
-        data.out(
-            "[preflight] Use 'kubeadm init phase upload-config --config your-config-file' to re-upload it."
-        )
+        data.out("[preflight] Use 'kubeadm init phase upload-config --config your-config-file' to re-upload it.")
         cm = _configmap(data, c.KUBEADM_CONFIG_CONFIGMAP)
         text = (cm.data or {}).get(c.CLUSTER_CONFIGURATION_CONFIGMAP_KEY, "")
         cluster = load_documents(text).kinds.get("ClusterConfiguration")
