@@ -31,6 +31,7 @@ import aiohttp
 from pykubeadm.storage import open_store
 from pykubeadm.testing.apiserver import ApiServer
 from pykubeadm.testing.etcd import EtcdCluster
+from pykubeadm.util import aio
 
 NS = "bench"
 
@@ -157,7 +158,8 @@ def run_engine(engine: str, args: argparse.Namespace) -> dict[str, Any]:
                 results.append(_stats(op, [x for lat in lats for x in lat], args.seconds))
         finally:
             api.stop()
-        raw = asyncio.run(_raw_store(raw_url, min(args.seconds, 5.0), args.concurrency, args.objects))
+        # the raw engine on the same event loop the apiserver runs on
+        raw = aio.run(_raw_store(raw_url, min(args.seconds, 5.0), args.concurrency, args.objects))
     by_op = {r["op"]: r for r in results}
     out: dict[str, Any] = {
         "engine": engine,

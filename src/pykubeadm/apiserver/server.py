@@ -27,6 +27,7 @@ from pykubeadm.apiserver.state import ApiState
 from pykubeadm.apiserver.tokenrequest import TokenIssuer
 from pykubeadm.apiserver.wiring import wire_auth
 from pykubeadm.storage import open_store
+from pykubeadm.util import aio
 
 __all__ = ["build_ssl_context", "run", "serve"]
 
@@ -172,4 +173,4 @@ def run(options: ServerOptions) -> None:
             loop.add_signal_handler(sig, stop.set)
         await serve(options, stop)
 
-    asyncio.run(main())
+    aio.run(main())

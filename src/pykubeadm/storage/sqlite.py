@@ -87,6 +87,7 @@ class SqliteStore:
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
+        self._loop_reader: sqlite3.Connection | None = None
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="sqlite-writer")
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="sqlite-reader")
         self._pending: list[tuple[Op, asyncio.Future[KeyValue]]] = []
@@ -215,7 +216,29 @@ class SqliteStore:
     # -- reads -----------------------------------------------------------------------------------------------
 
     async def get(self, key: str) -> KeyValue | None:
+        # A point read by primary key costs a few microseconds: run it on the event loop's own connection rather than
+        # paying a thread hand-off; if SQLite is busy (a checkpoint), never wait on the loop: use a reader thread.
+        if self._closed:
+            raise StoreUnavailableError(f"SQLite datastore {self.path} is closed")
+        try:
+            return self._log.get(self._loop_conn(), key)
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e):
+                raise StoreUnavailableError(f"SQLite datastore {self.path}: {e}") from e
+        except sqlite3.Error as e:
+            raise StoreUnavailableError(f"SQLite datastore {self.path}: {e}") from e
         return await self._read(self._log.get, key)
+
+    def _loop_conn(self) -> sqlite3.Connection:
+        """The event-loop thread's read connection (busy timeout 0: it must never block the loop)."""
+        conn = self._loop_reader
+        if conn is None:
+            conn = self._log.connect()
+            conn.execute("PRAGMA busy_timeout = 0")
+            self._loop_reader = conn
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
 
     async def list(self, prefix: str, *, revision: int = 0, limit: int = 0, start_key: str | None = None) -> ListResult:
         items, at, more, remaining = await self._read(self._log.list, prefix, revision, limit, start_key)

@@ -4,7 +4,6 @@ the Table response for `kubectl get`, and JSON responses.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import yaml
@@ -12,6 +11,7 @@ from aiohttp import web
 
 from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.registry.base import Obj, Strategy
+from pykubeadm.util import jsoncodec
 
 __all__ = ["decode_body", "json_response", "query_bool", "query_int", "wants_table"]
 
@@ -22,7 +22,7 @@ _ACCEPTED = ["application/json", "application/yaml", PROTOBUF]
 
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(
-        body=json.dumps(obj, separators=(",", ":")).encode(),
+        body=jsoncodec.dumps(obj),
         status=status,
         content_type="application/json",
         headers=headers,
@@ -71,7 +71,7 @@ def parse_json_or_yaml(data: bytes, mt: str) -> Any:
             problem = getattr(e, "problem", None) or type(e).__name__
             raise st.bad_request(f"error converting YAML to JSON: yaml: {where}{problem}") from None
     try:
-        return json.loads(data) if data.strip() else None
+        return jsoncodec.loads(data) if data.strip() else None
     except (ValueError, UnicodeDecodeError) as e:
         raise st.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
 import time
 from typing import Any
@@ -22,6 +21,7 @@ from pykubeadm.apiserver.handlers.read import selectors
 from pykubeadm.apiserver.registry import Store
 from pykubeadm.apiserver.selectors import FieldSelector
 from pykubeadm.storage import interface as si
+from pykubeadm.util import jsoncodec
 
 __all__ = ["BOOKMARK_INTERVAL", "watch"]
 
@@ -48,7 +48,7 @@ class _Encoder:
             }
             self.first = False
             obj = t
-        return json.dumps({"type": type_, "object": obj}, separators=(",", ":")).encode() + b"\n"
+        return jsoncodec.dumps({"type": type_, "object": obj}) + b"\n"
 
 
 async def watch(request: web.Request, store: Store) -> web.StreamResponse:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
@@ -13,6 +12,7 @@ from typing import Any, TextIO
 from aiohttp import web
 
 from pykubeadm.apiserver.handlers.context import INFO_KEY, USER_KEY
+from pykubeadm.util import jsoncodec
 
 __all__ = ["audit_middleware", "line_writer"]
 
@@ -23,7 +23,7 @@ def line_writer(stream: TextIO | None = None) -> Callable[[dict[str, Any]], None
     out = stream or sys.stderr
 
     def write(event: dict[str, Any]) -> None:
-        out.write(json.dumps(event, separators=(",", ":")) + "\n")
+        out.write(jsoncodec.dumps(event).decode() + "\n")
 
     return write
 

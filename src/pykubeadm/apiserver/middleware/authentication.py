@@ -83,13 +83,14 @@ def authentication_middleware():
     @web.middleware
     async def authentication(request: web.Request, handler):
         state = request.app[STATE]
-        chain = peer_chain(request)
-        key = _der(request) if chain and _cert_only(request) else None
+        leaf = _der(request)
+        key = leaf if leaf and _cert_only(request) else None
         now = time.monotonic()
         hit = cache.get(key) if key is not None else None
         if hit is not None and hit[0] > now:
-            user = hit[1]
+            user = hit[1]  # the same certificate, verified again by this connection's handshake
         else:
+            chain = peer_chain(request)
             req = AuthRequest(headers=request.headers, peer_chain=chain)
             try:
                 user = await state.authenticator(req)

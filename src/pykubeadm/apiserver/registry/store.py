@@ -8,7 +8,6 @@ translation of storage errors into `ApiError`s. Per-kind behaviour comes from th
 from __future__ import annotations
 
 import copy
-import json
 import secrets
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -35,6 +34,7 @@ from pykubeadm.apiserver.registry.storeutil import (
 )
 from pykubeadm.apiserver.selectors import FieldSelector, LabelSelector
 from pykubeadm.storage import interface as si
+from pykubeadm.util import jsoncodec
 
 __all__ = ["Admit", "ListPage", "Store", "WatchEvent"]
 
@@ -64,7 +64,7 @@ def _dumps(obj: Obj) -> bytes:
     meta = obj.get("metadata")
     rv = meta.pop("resourceVersion", None) if meta else None
     try:
-        return json.dumps(obj, separators=(",", ":")).encode()
+        return jsoncodec.dumps(obj)
     finally:
         if rv is not None:
             meta["resourceVersion"] = rv
@@ -92,7 +92,7 @@ class Store:
         return self.strategy.key_prefix
 
     def decode(self, kv: si.KeyValue, revision: int | None = None) -> Obj:
-        obj = json.loads(kv.value)
+        obj = jsoncodec.loads(kv.value)
         obj.setdefault("metadata", {})["resourceVersion"] = str(revision or kv.mod_revision)
         obj["kind"] = self.strategy.kind
         obj["apiVersion"] = self.strategy.api_version
