@@ -60,6 +60,14 @@ class WatchEvent:
     revision: int
 
 
+def _copy(obj: Any) -> Any:
+    """A deep copy of a JSON value (an order of magnitude faster than copy.deepcopy)."""
+    try:
+        return jsoncodec.loads(jsoncodec.dumps(obj))
+    except (TypeError, ValueError):
+        return copy.deepcopy(obj)
+
+
 def _dumps(obj: Obj) -> bytes:
     meta = obj.get("metadata")
     rv = meta.pop("resourceVersion", None) if meta else None
@@ -238,7 +246,7 @@ class Store:
         return st.invalid(self.strategy.kind, self.group, obj.get("metadata", {}).get("name", ""), causes)
 
     async def create(self, namespace: str, obj: Obj, ctx: RequestContext, admit: Admit | None = None) -> Obj:
-        obj = copy.deepcopy(obj)
+        obj = _copy(obj)
         self._fill_create_meta(obj, namespace)
         self.strategy.prepare_for_create(obj, ctx)
         meta = obj["metadata"]
@@ -297,7 +305,7 @@ class Store:
                 new.setdefault("metadata", {})["name"] = name
                 return await self.create(namespace, new, ctx, admit), True
             old = self.decode(kv)
-            new = copy.deepcopy(transform(copy.deepcopy(old)))
+            new = _copy(transform(self.decode(kv)))  # transform may return a shared object (a retried body)
             if not isinstance(new, dict) or not isinstance(new.get("metadata", {}), dict):
                 raise st.bad_request("the object provided is not a valid object")
             meta = new.setdefault("metadata", {})
@@ -407,7 +415,7 @@ class Store:
                 )
             if admit is not None:
                 await admit("DELETE", None, obj)
-            marked = copy.deepcopy(obj)
+            marked = _copy(obj)
             if self.strategy.graceful_delete(marked, options):
                 if meta.get("deletionTimestamp"):
                     return obj, False
