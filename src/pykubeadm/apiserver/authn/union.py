@@ -7,7 +7,8 @@ invalid credential therefore gives AuthenticationError (401), never anonymous ac
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 from pykubeadm import constants
 from pykubeadm.apiserver.authn.user import (
@@ -29,6 +30,8 @@ __all__ = [
     "with_authenticated_group",
 ]
 
+A = TypeVar("A")
+
 #: The identity of requests without credentials (--anonymous-auth=true).
 ANONYMOUS = UserInfo(name=constants.ANONYMOUS_USER, groups=(constants.UNAUTHENTICATED_GROUP,))
 
@@ -42,14 +45,17 @@ def bearer_token(req: AuthRequest) -> str | None:
     return parts[1]
 
 
-def token_union(*authenticators: TokenAuthenticator) -> TokenAuthenticator:
-    """Try token authenticators in order; first user wins. Errors are kept and raised only if nobody accepted."""
+def _first_user(
+    authenticators: Sequence[Callable[[A], Awaitable[UserInfo | None]]],
+) -> Callable[[A], Awaitable[UserInfo | None]]:
+    """Try `authenticators` in order on the same input; the first user wins. Errors are kept and raised (aggregated)
+    only when nobody accepted; None when nobody recognised the credentials at all."""
 
-    async def authenticate(token: str) -> UserInfo | None:
+    async def authenticate(credentials: A) -> UserInfo | None:
         errors: list[str] = []
         for auth in authenticators:
             try:
-                user = await auth(token)
+                user = await auth(credentials)
             except AuthenticationError as err:
                 errors.append(str(err))
                 continue
@@ -60,6 +66,11 @@ def token_union(*authenticators: TokenAuthenticator) -> TokenAuthenticator:
         return None
 
     return authenticate
+
+
+def token_union(*authenticators: TokenAuthenticator) -> TokenAuthenticator:
+    """Try token authenticators in order; first user wins. Errors are kept and raised only if nobody accepted."""
+    return _first_user(authenticators)
 
 
 def bearer_token_authenticator(tokens: TokenAuthenticator) -> Authenticator:
@@ -79,22 +90,7 @@ def bearer_token_authenticator(tokens: TokenAuthenticator) -> Authenticator:
 
 def union(*authenticators: Authenticator) -> Authenticator:
     """First authenticator returning a user wins; if none does, raise the collected errors (if any), else None."""
-
-    async def authenticate(req: AuthRequest) -> UserInfo | None:
-        errors: list[str] = []
-        for auth in authenticators:
-            try:
-                user = await auth(req)
-            except AuthenticationError as err:
-                errors.append(str(err))
-                continue
-            if user is not None:
-                return user
-        if errors:
-            raise AuthenticationError(_aggregate(errors))
-        return None
-
-    return authenticate
+    return _first_user(authenticators)
 
 
 def with_authenticated_group(auth: Authenticator) -> Authenticator:

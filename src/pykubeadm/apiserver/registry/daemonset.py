@@ -5,59 +5,32 @@ from __future__ import annotations
 from typing import Any
 
 from pykubeadm.apiserver.printing import AGE_COL, NAME_COL, age, col
-from pykubeadm.apiserver.registry.base import Obj, RequestContext, Strategy, field_immutable
+from pykubeadm.apiserver.registry.base import Obj
 from pykubeadm.apiserver.registry.workloads import (
+    WorkloadStrategy,
     containers_images,
-    default_template,
     selector_string,
-    validate_workload,
 )
-from pykubeadm.apiserver.status import Cause
 
 __all__ = ["DaemonSetStrategy"]
 
 
-class DaemonSetStrategy(Strategy):
-    top_fields = frozenset({"spec", "status"})
+class DaemonSetStrategy(WorkloadStrategy):
     kind = "DaemonSet"
     plural = "daemonsets"
-    group = "apps"
     short_names = ("ds",)
-    categories = ("all",)
-    subresources = ("status",)
-    track_generation = True
 
     def default_status(self) -> Obj | None:
         return {"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0}
 
-    def _defaults(self, obj: Obj) -> None:
-        default_template(obj)
-        spec = obj.get("spec")
-        if isinstance(spec, dict):
-            us = spec.setdefault("updateStrategy", {})
-            if isinstance(us, dict):
-                us.setdefault("type", "RollingUpdate")
-                if us["type"] == "RollingUpdate":
-                    ru = us.setdefault("rollingUpdate", {})
-                    ru.setdefault("maxUnavailable", 1)
-                    ru.setdefault("maxSurge", 0)
-
-    def prepare_for_create(self, obj: Obj, ctx: RequestContext) -> None:
-        super().prepare_for_create(obj, ctx)
-        self._defaults(obj)
-
-    def prepare_for_update(self, obj: Obj, old: Obj, ctx: RequestContext) -> None:
-        super().prepare_for_update(obj, old, ctx)
-        self._defaults(obj)
-
-    def validate(self, obj: Obj, ctx: RequestContext) -> list[Cause]:
-        return validate_workload(obj)
-
-    def validate_update(self, obj: Obj, old: Obj, ctx: RequestContext) -> list[Cause]:
-        causes = self.validate(obj, ctx)
-        if (obj.get("spec") or {}).get("selector") != (old.get("spec") or {}).get("selector"):
-            causes.append(field_immutable("spec.selector", selector_string((obj.get("spec") or {}).get("selector"))))
-        return causes
+    def defaults(self, spec: Obj) -> None:
+        us = spec.setdefault("updateStrategy", {})
+        if isinstance(us, dict):
+            us.setdefault("type", "RollingUpdate")
+            if us["type"] == "RollingUpdate":
+                ru = us.setdefault("rollingUpdate", {})
+                ru.setdefault("maxUnavailable", 1)
+                ru.setdefault("maxSurge", 0)
 
     def table_columns(self) -> list[Obj]:
         return [

@@ -1,15 +1,23 @@
-"""Shared Deployment/DaemonSet helpers: selector/template validation and the container/image/selector cells."""
+"""Shared Deployment/DaemonSet code: the apps/v1 workload strategy base (defaulting hooks, selector/template validation,
+immutable selector) and the container/image/selector table cells."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pykubeadm.apiserver.registry.base import Obj, field_invalid, required
+from pykubeadm.apiserver.registry.base import Obj, RequestContext, Strategy, field_immutable, field_invalid, required
 from pykubeadm.apiserver.registry.podspec import default_pod_spec, validate_pod_spec
 from pykubeadm.apiserver.selectors import parse_label_selector
 from pykubeadm.apiserver.status import Cause
 
-__all__ = ["containers_images", "default_template", "labels_str", "selector_string", "validate_workload"]
+__all__ = [
+    "WorkloadStrategy",
+    "containers_images",
+    "default_template",
+    "labels_str",
+    "selector_string",
+    "validate_workload",
+]
 
 
 def default_template(obj: Obj) -> None:
@@ -71,3 +79,39 @@ def labels_str(labels: dict[str, str]) -> str:
 def containers_images(obj: Obj) -> tuple[str, str]:
     cs = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
     return ",".join(c.get("name", "") for c in cs), ",".join(c.get("image", "") for c in cs)
+
+
+class WorkloadStrategy(Strategy):
+    """apps/v1 workloads: spec+status, generation tracking, defaults on create and update, an immutable selector."""
+
+    top_fields = frozenset({"spec", "status"})
+    group = "apps"
+    categories = ("all",)
+    subresources = ("status",)
+    track_generation = True
+
+    def defaults(self, spec: Obj) -> None:
+        """Kind-specific defaults of `spec` (the pod template's are applied by the base)."""
+
+    def _defaults(self, obj: Obj) -> None:
+        default_template(obj)
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            self.defaults(spec)
+
+    def prepare_for_create(self, obj: Obj, ctx: RequestContext) -> None:
+        super().prepare_for_create(obj, ctx)
+        self._defaults(obj)
+
+    def prepare_for_update(self, obj: Obj, old: Obj, ctx: RequestContext) -> None:
+        super().prepare_for_update(obj, old, ctx)
+        self._defaults(obj)
+
+    def validate(self, obj: Obj, ctx: RequestContext) -> list[Cause]:
+        return validate_workload(obj)
+
+    def validate_update(self, obj: Obj, old: Obj, ctx: RequestContext) -> list[Cause]:
+        causes = self.validate(obj, ctx)
+        if (obj.get("spec") or {}).get("selector") != (old.get("spec") or {}).get("selector"):
+            causes.append(field_immutable("spec.selector", selector_string((obj.get("spec") or {}).get("selector"))))
+        return causes
