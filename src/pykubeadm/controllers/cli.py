@@ -81,10 +81,11 @@ class KCMOptions:
 def validate(opts: KCMOptions) -> list[str]:
     """Every startup problem at once (files that must be readable, consistent signing flags)."""
     problems = []
-    if not opts.kubeconfig:
+    missing_kubeconfig = opts.kubeconfig == Path()  # Path("") is ".", which is truthy
+    if missing_kubeconfig:
         problems.append("--kubeconfig is required")
     for flag, path in (
-        ("--kubeconfig", opts.kubeconfig),
+        ("--kubeconfig", None if missing_kubeconfig else opts.kubeconfig),
         ("--authentication-kubeconfig", opts.authentication_kubeconfig),
         ("--authorization-kubeconfig", opts.authorization_kubeconfig),
         ("--root-ca-file", opts.root_ca_file),

@@ -6,44 +6,22 @@ valued (`--leader-elect=false`); leftover arguments are unknown flags, reported 
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import click
 
+from pykubeadm.util.goduration import parse_duration
+
 __all__ = [
     "GoBool",
     "GoDuration",
     "bool_flag",
     "parse_go_bool",
-    "parse_go_duration",
     "path_or_none",
     "reject_unknown_flags",
 ]
-
-_DURATION_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_go_duration(text: str) -> timedelta:
-    """Go's time.ParseDuration ("8760h0m0s", "15s", "1.5h", "0"); ValueError otherwise."""
-    s = text.strip()
-    sign = -1 if s.startswith("-") else 1
-    s = s.lstrip("+-")
-    if s == "0":
-        return timedelta(0)
-    pos, total = 0, 0.0
-    while pos < len(s):
-        m = _DURATION_RE.match(s, pos)
-        if m is None:
-            raise ValueError(f'time: invalid duration "{text}"')
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if not s:
-        raise ValueError(f'time: invalid duration "{text}"')
-    return timedelta(seconds=sign * total)
 
 
 def parse_go_bool(text: str) -> bool:
@@ -62,7 +40,7 @@ class GoDuration(click.ParamType):
         if isinstance(value, timedelta):
             return value
         try:
-            return parse_go_duration(str(value))
+            return parse_duration(str(value))
         except ValueError as err:
             self.fail(str(err), param, ctx)
 
