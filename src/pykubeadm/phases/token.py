@@ -88,12 +88,8 @@ class TokenInfo:
 def token_from_secret(secret: dict[str, Any]) -> TokenInfo:
     """kubeadm's BootstrapTokenFromSecret; ValueError with kubeadm's message (the token secret redacted)."""
     name = str((secret.get("metadata") or {}).get("name", ""))
-    data = bts.decode_secret_data(secret) or {}
-
-    def text(key: str) -> str:
-        return data.get(key, b"").decode("utf-8", "replace")
-
-    tid = text(bts.TOKEN_ID_KEY)
+    decoded = bts.BootstrapTokenSecret.from_secret({**secret, "type": bts.BOOTSTRAP_TOKEN_SECRET_TYPE})
+    tid = (decoded.token_id if decoded else None) or ""
     if not tid:
         raise ValueError(f"bootstrap Token Secret has no token-id data: {name}")
     if name != secret_name(tid):
@@ -101,7 +97,8 @@ def token_from_secret(secret: dict[str, Any]) -> TokenInfo:
             f"bootstrap token name is not of the form '{bts.BOOTSTRAP_TOKEN_SECRET_PREFIX}(token-id)'. "
             f"Actual: {_go_quote(name)}. Expected: {_go_quote(secret_name(tid))}"
         )
-    tsecret = text(bts.TOKEN_SECRET_KEY)
+    assert decoded is not None
+    tsecret = (decoded.token_secret or b"").decode("utf-8", "replace")
     if not tsecret:
         raise ValueError(f"bootstrap Token Secret has no token-secret data: {name}")
     token = f"{tid}.{tsecret}"
@@ -111,24 +108,20 @@ def token_from_secret(secret: dict[str, Any]) -> TokenInfo:
             f'"{tid}.<redacted>" was not of the form "{BOOTSTRAP_TOKEN_PATTERN}"'
         )
     expires = None
-    raw_exp = text(bts.EXPIRATION_KEY)
-    if raw_exp:
-        expires = bts.parse_expiration(raw_exp)
+    if decoded.expiration:
+        expires = bts.parse_expiration(decoded.expiration)
         if expires is None:
+            raw = _go_quote(decoded.expiration)
             raise ValueError(
                 f"can't parse expiration time of bootstrap token {_go_quote(name)}: parsing time "
-                f'{_go_quote(raw_exp)} as "2006-01-02T15:04:05Z07:00": cannot parse {_go_quote(raw_exp)} as "2006"'
+                f'{raw} as "2006-01-02T15:04:05Z07:00": cannot parse {raw} as "2006"'
             )
-    usages = sorted(
-        k[len(bts.USAGE_PREFIX) :] for k, v in data.items() if k.startswith(bts.USAGE_PREFIX) and v == b"true"
-    )
-    groups = text(bts.AUTH_EXTRA_GROUPS_KEY)
     return TokenInfo(
         token=token,
-        description=text(bts.DESCRIPTION_KEY),
+        description=decoded.description or "",
         expires=expires,
-        usages=tuple(usages),
-        groups=tuple(groups.split(",")) if groups else (),
+        usages=tuple(sorted(decoded.usages)),
+        groups=decoded.extra_groups,
     )
 
 
