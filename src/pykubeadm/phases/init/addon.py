@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from pykubeadm import constants as c
 from pykubeadm.api import control_plane_endpoint_url, dns_service_ip
-from pykubeadm.api.images import coredns_image
+from pykubeadm.api.images import coredns_image, kubernetes_image
 from pykubeadm.api.yamlio import dump_yaml
 from pykubeadm.phases.addons.dns import dns_objects
 from pykubeadm.phases.addons.proxy import proxy_objects
@@ -29,7 +30,7 @@ def run_kube_proxy(data: InitData) -> None:
     cluster = data.cfg.cluster
     if cluster.proxy.disabled:
         return
-    image = f"{cluster.image_repository}/kube-proxy:{cluster.kubernetes_version}"
+    image = kubernetes_image(c.KUBE_PROXY, cluster)
     objs = proxy_objects(
         kube_proxy_configuration_yaml=dump_yaml(data.cfg.kube_proxy),
         server=control_plane_endpoint_url(data.cfg.init, cluster),
