@@ -140,6 +140,27 @@ def test_worker_csrs_approved_and_issued_for_the_bootstrap_token(lab: Lab) -> No
         assert row[-1] == "Approved,Issued"
 
 
+def test_kubectl_logs_of_static_pods_through_the_kubelet(lab: Lab, api) -> None:  # type: ignore[no-untyped-def]
+    """`kubectl logs` goes API server → kubelet :10250 (apiserver-kubelet-client certificate) → the container's log."""
+    pod = "kube-controller-manager-lab-control-plane"
+    out = lab.kubectl("-n", "kube-system", "logs", pod, "--tail=200").stdout
+    assert "kube-controller-manager" in out and "serving securely on" in out
+    assert len(lab.kubectl("-n", "kube-system", "logs", pod, "--tail=2").stdout.splitlines()) == 2
+    assert len(lab.kubectl("-n", "kube-system", "logs", pod, "--limit-bytes=10").stdout) == 10
+    res = lab.kubectl("-n", "kube-system", "logs", pod, "-c", "nope", check=False)
+    assert res.returncode != 0 and "container nope is not valid for pod" in res.stderr
+    res = lab.kubectl("-n", "kube-system", "logs", pod, "--previous", check=False)
+    assert res.returncode != 0 and "previous terminated container" in res.stderr
+    api_client, client = api
+    text = client.CoreV1Api(api_client).read_namespaced_pod_log(pod, "kube-system", tail_lines=5)
+    assert len(text.splitlines()) == 5
+    # a worker without log rights is refused by the API server before any kubelet is asked
+    res = lab.kubectl(
+        "--as", "system:node:lab-worker", "--as-group", "system:nodes", "-n", "kube-system", "logs", pod, check=False
+    )
+    assert res.returncode != 0 and "forbidden" in res.stderr.lower()
+
+
 @pytest.mark.parametrize("worker", WORKERS)
 def test_worker_files_after_tls_bootstrap(lab: Lab, worker: str) -> None:
     root = lab.root(worker)

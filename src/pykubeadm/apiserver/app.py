@@ -12,6 +12,7 @@ from pykubeadm.apiserver.middleware import (
     audit_middleware,
     authentication_middleware,
     authorization_middleware,
+    impersonation_middleware,
     recovery_middleware,
     request_info_middleware,
 )
@@ -28,6 +29,7 @@ def build_app(state: ApiState, audit_sink: Callable[[dict[str, Any]], None] | No
             recovery_middleware(),
             request_info_middleware(),
             authentication_middleware(),
+            impersonation_middleware(),
             audit_middleware(audit_sink),
             authorization_middleware(),
         ],

@@ -18,6 +18,7 @@ from pykubeadm.apiserver.app import build_app
 from pykubeadm.apiserver.authz.attributes import Attributes, Decision
 from pykubeadm.apiserver.bootstrap import ensure_builtin_objects, namespace_controller, reconcile_rbac_policy
 from pykubeadm.apiserver.discovery import version_info
+from pykubeadm.apiserver.handlers.podlog import KubeletClient
 from pykubeadm.apiserver.middleware.audit import line_writer
 from pykubeadm.apiserver.objectsource import StoreObjectSource
 from pykubeadm.apiserver.options import ServerOptions
@@ -76,6 +77,7 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
     state = ApiState(
         backend=backend, version_info=version_info(options.version), authenticator=_nobody, authorizer=_deny
     )
+    state.kubelet_client = KubeletClient(options.kubelet_client_certificate, options.kubelet_client_key)
     source = StoreObjectSource(state.by_resource)
     allocator = IPAllocator(options.service_cluster_ip_range, in_use=lambda: set())
     for s in STRATEGIES:

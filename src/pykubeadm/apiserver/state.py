@@ -44,6 +44,8 @@ class ApiState:
     #: endpoint (healthz/livez/readyz) → check name → async check returning None (ok) or a reason.
     health_checks: dict[str, dict[str, Callable[[], Awaitable[str | None]]]] = field(default_factory=dict)
     audit: Callable[[Obj], None] | None = None
+    #: TLS settings for proxying to kubelets (pods/log); built from --kubelet-client-certificate/-key.
+    kubelet_client: Any = None
 
     def __post_init__(self) -> None:
         for s in STRATEGIES:

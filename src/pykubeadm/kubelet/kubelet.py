@@ -338,11 +338,28 @@ class Kubelet:
             node_name=self.s.node_name,
             client=lambda: self.client,
             pods=self.pod_list,
+            logs=self.container_log,
             anonymous=self.s.anonymous_auth,
             webhook_authn=self.s.webhook_authn,
             authorization_mode=self.s.authorization_mode,
         )
         await self._listen(server.app(), self.s.serve_address, self.s.port, self._serving_ctx)
+
+    def container_log(self, namespace: str, pod: str, container: str, previous: bool) -> Path | str:
+        """The log file of a container of one of our Pods (the current or the previous instance), or why not."""
+        workers = [w for _, w in self.static_pods.pods.values()] if self.static_pods is not None else []
+        for w in workers:
+            if w.namespace != namespace or w.full_name != pod:
+                continue
+            for ct in w.containers:
+                if ct.name == container:
+                    if not previous:
+                        return w.log_dir / ct.name / f"{ct.restart_count}.log"
+                    if ct.restart_count == 0:
+                        return f'previous terminated container "{container}" in pod "{pod}" not found'
+                    return w.log_dir / ct.name / f"{ct.restart_count - 1}.log"
+            return f'container "{container}" in pod "{pod}" is not available'
+        return f'pod "{pod}" in namespace "{namespace}" not found'
 
     def pod_list(self) -> list[dict[str, Any]]:
         out = []

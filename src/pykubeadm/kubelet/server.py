@@ -4,7 +4,7 @@ Authentication: a client certificate verified against `authentication.x509.clien
 else a bearer token checked by TokenReview (webhook), else `system:anonymous` if anonymous auth is enabled, else 401.
 Authorisation (mode Webhook) asks the API with a SubjectAccessReview, as the real kubelet does: resource `nodes`,
 name = node, subresource by path (`/pods`, `/healthz` and others → `proxy`; `/stats` → `stats`; `/metrics` →
-`metrics`; `/logs` → `log`; `/spec` → `spec`), verb from the method. Served paths: /healthz, /pods, /runningpods/.
+`metrics`; `/logs` → `log`; `/spec` → `spec`), verb from the method. Served paths: /healthz, /pods, /runningpods/, /containerLogs/{namespace}/{pod}/{container} (kubelet/logs.py).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from typing import Any
 from aiohttp import web
 from cryptography import x509
 from cryptography.x509.oid import NameOID
+
+from pykubeadm.kubelet.logs import LogLocator, container_logs_handler
 
 __all__ = ["KubeletServer", "healthz_app", "subresource_for"]
 
@@ -58,6 +60,7 @@ class KubeletServer:
         node_name: str,
         client: Callable[[], Any],
         pods: Callable[[], list[dict[str, Any]]],
+        logs: LogLocator | None = None,
         anonymous: bool,
         webhook_authn: bool,
         authorization_mode: str,
@@ -65,6 +68,7 @@ class KubeletServer:
         self.node_name = node_name
         self.client = client
         self.pods = pods
+        self.logs = logs
         self.anonymous = anonymous
         self.webhook_authn = webhook_authn
         self.authorization_mode = authorization_mode
@@ -75,6 +79,8 @@ class KubeletServer:
         app.router.add_get("/pods", self._pods)
         app.router.add_get("/pods/", self._pods)
         app.router.add_get("/runningpods/", self._pods)
+        if self.logs is not None:
+            app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs_handler(self.logs))
         return app
 
     async def _healthz(self, _: web.Request) -> web.Response:

@@ -278,6 +278,36 @@ def test_auth_can_i_and_whoami(api):
     ) in err.stderr
 
 
+def test_impersonation_with_as_and_as_group(api):
+    """kubectl --as/--as-group: allowed for the admin, refused for a user without the impersonate verb, and the
+    request then runs with the impersonated user's (and only its) permissions."""
+    who = api.kubectl("auth", "whoami", "--as", "carol", "--as-group", "qa", "-o", "json").stdout
+    info = json.loads(who)["status"]["userInfo"]
+    assert info["username"] == "carol" and info["groups"] == ["qa", "system:authenticated"]
+    res = api.kubectl("get", "secrets", "-n", "default", "--as", "carol", check=False)
+    assert 'User "carol" cannot list resource "secrets"' in res.stderr
+    sa = json.loads(
+        api.kubectl("auth", "whoami", "--as", "system:serviceaccount:kube-system:bot", "-o", "json").stdout
+    )["status"]["userInfo"]
+    assert sa["groups"] == ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]
+    dave = api.kubeconfig_for("dave")
+    res = api.kubectl("get", "pods", "--as", "system:admin", kubeconfig=dave, check=False)
+    assert res.returncode != 0
+    assert (
+        'users "system:admin" is forbidden: User "dave" cannot impersonate resource "users" in API group "" at the '
+        "cluster scope"
+    ) in res.stderr
+    api.kubectl("create", "clusterrole", "impersonate-qa", "--verb=impersonate", "--resource=users,groups")
+    api.kubectl("create", "clusterrolebinding", "dave-impersonates", "--clusterrole=impersonate-qa", "--user=dave")
+    deadline = time.monotonic() + 10
+    while True:  # RBAC objects reach the authorizer through its informer
+        res = api.kubectl("auth", "whoami", "--as", "erin", "-o", "json", kubeconfig=dave, check=False)
+        if res.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert json.loads(res.stdout)["status"]["userInfo"]["username"] == "erin"
+
+
 def test_get_watch_and_delete_wait(api):
     api.kubectl("create", "ns", "wns")
     api.kubectl("create", "cm", "w1", "-n", "wns")

@@ -12,10 +12,22 @@ from pykubeadm.apiserver.registry.store import Admit
 from pykubeadm.apiserver.requestinfo import RequestInfo
 from pykubeadm.apiserver.state import STATE, ApiState
 
-__all__ = ["INFO_KEY", "USER_KEY", "admit_of", "ctx_of", "dry_run", "info_of", "state_of", "user_of"]
+__all__ = [
+    "IMPERSONATOR_KEY",
+    "INFO_KEY",
+    "USER_KEY",
+    "admit_of",
+    "ctx_of",
+    "dry_run",
+    "info_of",
+    "state_of",
+    "user_of",
+]
 
 INFO_KEY = web.RequestKey("request_info", RequestInfo)
 USER_KEY = web.RequestKey("user", UserInfo)
+#: The authenticated user when the request impersonates another one (USER_KEY is then the impersonated user).
+IMPERSONATOR_KEY = web.RequestKey("impersonator", UserInfo)
 
 
 def info_of(request: web.Request) -> RequestInfo:

@@ -10,7 +10,7 @@ from pykubeadm.apiserver import discovery
 from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.handlers import delete as delete_h
 from pykubeadm.apiserver.handlers import patch as patch_h
-from pykubeadm.apiserver.handlers import read, review, scale, watch, write
+from pykubeadm.apiserver.handlers import podlog, read, review, scale, watch, write
 from pykubeadm.apiserver.handlers.codec import json_response
 from pykubeadm.apiserver.handlers.context import info_of, state_of
 from pykubeadm.apiserver.health import run_checks
@@ -42,6 +42,10 @@ async def handle(request: web.Request) -> web.StreamResponse:
             return await review.create_token(request, store)
         if info.resource == "pods" and info.subresource == "binding" and verb == "create":
             return await review.create_binding(request, store)
+        if info.resource == "pods" and info.subresource == "log":
+            if verb != "get":
+                raise st.method_not_allowed()
+            return await podlog.pod_log(request, store)
         if info.resource == "deployments" and info.subresource == "scale" and verb in ("get", "update", "patch"):
             return await scale.scale(request, store)
         if info.subresource not in store.strategy.subresources or info.subresource == "binding":

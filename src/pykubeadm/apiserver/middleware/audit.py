@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 from aiohttp import web
 
-from pykubeadm.apiserver.handlers.context import INFO_KEY, USER_KEY
+from pykubeadm.apiserver.handlers.context import IMPERSONATOR_KEY, INFO_KEY, USER_KEY
 from pykubeadm.util import jsoncodec
 
 __all__ = ["audit_middleware", "line_writer"]
@@ -26,6 +26,10 @@ def line_writer(stream: TextIO | None = None) -> Callable[[dict[str, Any]], None
         out.write(jsoncodec.dumps(event).decode() + "\n")
 
     return write
+
+
+def _user(user: Any) -> dict[str, Any]:
+    return {"username": user.name, "groups": list(user.groups)} if user else {}
 
 
 def audit_middleware(sink: Callable[[dict[str, Any]], None] | None):
@@ -56,12 +60,14 @@ def audit_middleware(sink: Callable[[dict[str, Any]], None] | None):
                 "stage": "ResponseComplete",
                 "requestURI": request.path_qs,  # query strings carry no secrets in the Kubernetes API
                 "verb": info.verb if info else request.method.lower(),
-                "user": {"username": user.name, "groups": list(user.groups)} if user else {},
+                "user": _user(request.get(IMPERSONATOR_KEY) or user),
                 "sourceIPs": [request.remote or ""],
                 "userAgent": request.headers.get("User-Agent", ""),
                 "responseStatus": {"code": code},
                 "latencyMs": round((time.monotonic() - start) * 1000, 3),
             }
+            if request.get(IMPERSONATOR_KEY) is not None:
+                event["impersonatedUser"] = _user(user)
             if info and info.is_resource:
                 ref: dict[str, Any] = {"resource": info.resource, "apiVersion": info.api_version}
                 if info.api_group:

@@ -18,7 +18,7 @@ class PodStrategy(Strategy):
     plural = "pods"
     short_names = ("po",)
     categories = ("all",)
-    subresources = ("binding", "status")
+    subresources = ("binding", "log", "status")
     field_labels: ClassVar[tuple[str, ...]] = (
         "spec.nodeName",
         "spec.restartPolicy",

@@ -1,0 +1,119 @@
+"""GET pods/{name}/log: the API server proxies `kubectl logs` to the kubelet of the Pod's node.
+
+Like kube-apiserver: the container is the `container` query parameter or the Pod's only container; the node is reached
+at its InternalIP (then ExternalIP, Hostname: kubeadm's --kubelet-preferred-address-types) on the kubelet port the Node
+reports, as the client `--kubelet-client-certificate/--kubelet-client-key` (kubeadm's apiserver-kubelet-client); the
+kubelet's serving certificate is not verified (kubeadm sets no --kubelet-certificate-authority). The log streams back
+as text/plain (chunked while following).
+"""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import aiohttp
+from aiohttp import web
+
+from pykubeadm.apiserver import status as st
+from pykubeadm.apiserver.handlers.context import info_of, state_of
+from pykubeadm.apiserver.registry import Store
+
+__all__ = ["KubeletClient", "pod_log"]
+
+_ADDRESS_TYPES = ("InternalIP", "ExternalIP", "Hostname")
+_PASSED_PARAMS = ("follow", "previous", "timestamps", "tailLines", "limitBytes", "sinceSeconds", "sinceTime")
+_REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound"}
+_INT_PARAMS = {"tailLines": 0, "limitBytes": 1, "sinceSeconds": 1}  # name → minimum
+
+
+class KubeletClient:
+    """TLS to kubelets with the API server's kubelet client certificate (none configured: no client certificate)."""
+
+    def __init__(self, cert: Path | None, key: Path | None):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        if cert is not None and key is not None:
+            ctx.load_cert_chain(str(cert), str(key))
+        self.ssl = ctx
+
+
+def _container(pod: dict[str, Any], requested: str) -> str:
+    name = pod["metadata"]["name"]
+    containers = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
+    if requested:
+        if requested not in containers:
+            raise st.bad_request(f"container {requested} is not valid for pod {name}")
+        return requested
+    if len(containers) == 1:
+        return containers[0]
+    raise st.bad_request(f"a container name must be specified for pod {name}, choose one of: [{' '.join(containers)}]")
+
+
+def _kubelet_endpoint(node: dict[str, Any]) -> tuple[str, int]:
+    status = node.get("status") or {}
+    addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
+    host = next((addresses[t] for t in _ADDRESS_TYPES if addresses.get(t)), "")
+    port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port") or 10250
+    if not host:
+        raise st.internal(f"no preferred addresses found; known addresses: {list(addresses)}")
+    return host, int(port)
+
+
+def _query(request: web.Request) -> dict[str, str]:
+    out = {}
+    for name in _PASSED_PARAMS:
+        value = request.query.get(name)
+        if value in (None, ""):
+            continue
+        if name in _INT_PARAMS:
+            try:
+                number = int(value)
+            except ValueError:
+                raise st.bad_request(f'invalid value for {name}: "{value}": must be an integer') from None
+            if number < _INT_PARAMS[name]:
+                minimum = _INT_PARAMS[name]
+                raise st.invalid(
+                    "PodLogOptions",
+                    "",
+                    "",
+                    [st.Cause("FieldValueInvalid", f"must be greater than or equal to {minimum}", name)],
+                )
+        out[name] = value
+    return out
+
+
+async def pod_log(request: web.Request, store: Store) -> web.StreamResponse:
+    info = info_of(request)
+    state = state_of(request)
+    pod = await store.get(info.namespace, info.name)
+    container = _container(pod, request.query.get("container", ""))
+    params = _query(request)
+    node_name = (pod.get("spec") or {}).get("nodeName") or ""
+    if not node_name:
+        raise st.bad_request(f"pod {info.name} does not have a host assigned")
+    node = await state.store("nodes").get("", node_name)
+    host, port = _kubelet_endpoint(node)
+    path = "/containerLogs/" + "/".join(quote(p, safe="") for p in (info.namespace, info.name, container))
+    url = f"https://{host}:{port}{path}" + (f"?{urlencode(params)}" if params else "")
+    client = state.kubelet_client or KubeletClient(None, None)
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=10)) as session,
+            session.get(url, ssl=client.ssl) as upstream,
+        ):
+            if upstream.status != 200:
+                text = (await upstream.text()).strip() or upstream.reason or ""
+                code = upstream.status if upstream.status < 500 else 500
+                raise st.ApiError(code, _REASONS.get(code, ""), text)
+            resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+            await resp.prepare(request)
+            async for chunk in upstream.content.iter_any():
+                await resp.write(chunk)
+            await resp.write_eof()
+            return resp
+    except aiohttp.ClientError as e:
+        raise st.ApiError(500, "", f'Get "{url}": {e}') from None
