@@ -119,7 +119,14 @@ def test_certs_are_sealed_with_aes_gcm_nonce_prefix() -> None:
     assert AESGCM(key).decrypt(blob[:12], blob[12:], None) == b"secret key"
     assert copycerts.decrypt(blob, key) == b"secret key"
     assert secret["metadata"]["ownerReferences"] == [
-        {"apiVersion": "v1", "kind": "Secret", "name": "bootstrap-token-zzzzzz", "uid": "u-1", "controller": True, "blockOwnerDeletion": True}
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "name": "bootstrap-token-zzzzzz",
+            "uid": "u-1",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
     ]
     with pytest.raises(KubeadmError, match="certificate key is wrong"):
         copycerts.decrypt(blob, copycerts.decode_certificate_key(copycerts.generate_certificate_key()))

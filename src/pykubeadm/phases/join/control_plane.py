@@ -7,13 +7,21 @@ They reuse init's phases through an InitData built from the JoinConfiguration an
 from __future__ import annotations
 
 import base64
+import logging
+import time
 from pathlib import PurePosixPath
 
-from lightkube.resources.core_v1 import Secret
+import httpx2
+from lightkube import ApiError
+from lightkube.resources.core_v1 import Pod, Secret
 
 from pykubeadm import constants as c
 from pykubeadm.api import InitConfig, InitConfiguration, component_configs
-from pykubeadm.errors import KubeadmError, NotImplementedPhase
+from pykubeadm.errors import KubeadmError
+from pykubeadm.manifests import create_local_etcd_file
+from pykubeadm.manifests.etcd import peer_url
+from pykubeadm.manifests.pod import CONTROL_PLANE_TIER
+from pykubeadm.phases import etcdmember
 from pykubeadm.phases.apply import retry_api_call
 from pykubeadm.phases.copycerts import decode_certificate_key, decrypt, shared_cert_files
 from pykubeadm.phases.init import certs as init_certs
@@ -21,13 +29,17 @@ from pykubeadm.phases.init import control_plane as init_control_plane
 from pykubeadm.phases.init import kubeconfig as init_kubeconfig
 from pykubeadm.phases.init import mark_control_plane as init_mark
 from pykubeadm.phases.init import wait_control_plane as init_wait
+from pykubeadm.phases.init._common import cluster_inputs, patch_manager
+from pykubeadm.phases.init.cluster import admin_client
 from pykubeadm.phases.init.data import InitData
 from pykubeadm.phases.join.cluster import bootstrap_client, cluster_configuration
 from pykubeadm.phases.join.data import JoinData
-from pykubeadm.util.fs import write_file_atomic
+from pykubeadm.util.fs import ensure_dir, write_file_atomic
 from pykubeadm.workflow import Phase, Runner, all_phase
 
 __all__ = ["CONTROL_PLANE_JOIN", "CONTROL_PLANE_PREPARE", "ETCD_JOIN", "WAIT_CONTROL_PLANE", "as_init_data"]
+
+log = logging.getLogger(__name__)
 
 
 def as_init_data(data: JoinData) -> InitData:
@@ -123,12 +135,66 @@ def _kubeconfigs(data: JoinData) -> None:
         runner.run_phase(f"kubeconfig/{name}")
 
 
+def _annotation(obj: Pod, key: str) -> str:
+    return str(((obj.metadata.annotations if obj.metadata else None) or {}).get(key) or "")
+
+
+def _etcd_endpoints(idata: InitData) -> list[str]:
+    """kubeadm's getRawEtcdEndpointsFromPodAnnotation: the advertise-client-urls annotation of every etcd Pod in
+    kube-system (mirror Pods of the stacked members), retried until each Pod carries one."""
+    client = admin_client(idata)
+    deadline = time.monotonic() + c.KUBERNETES_API_CALL_TIMEOUT.total_seconds()
+    last = ""
+    while True:
+        try:
+            pods = list(
+                client.list(
+                    Pod,
+                    namespace=c.NAMESPACE_SYSTEM,
+                    labels={"component": c.ETCD, "tier": CONTROL_PLANE_TIER},
+                )
+            )
+            urls = [u for p in pods if (u := _annotation(p, c.ANNOTATION_ETCD_ADVERTISE_CLIENT_URLS))]
+            if urls and len(urls) == len(pods):
+                return [u for joined in urls for u in joined.split(",") if u]
+            last = f"found {len(pods)} etcd Pods and the endpoints {urls}"
+        except (ApiError, httpx2.TransportError) as err:
+            last = str(err)
+        if time.monotonic() >= deadline:
+            raise KubeadmError(f"could not retrieve the list of etcd endpoints: {last}")
+        time.sleep(c.API_CALL_RETRY_INTERVAL.total_seconds())
+
+
 def _etcd_join(data: JoinData) -> None:
+    """kubeadm's CreateStackedEtcdStaticPodManifestFile: add this node as an etcd learner, write etcd.yaml with
+    `--initial-cluster-state=existing`, then promote the learner and wait for the cluster."""
     if not data.control_plane:
         return
-    if as_init_data(data).cfg.cluster.etcd.external is not None:
+    idata = as_init_data(data)
+    cluster = idata.cfg.cluster
+    if cluster.etcd.external is not None or cluster.etcd.local is None:
         return
-    raise NotImplementedPhase("etcd-join", "adding a member to a stacked etcd cluster")
+    name = idata.cfg.init.node_registration.name
+    inputs = cluster_inputs(idata)
+    peer = peer_url(inputs.advertise_address)
+    if data.dry_run:
+        data.out(f"[etcd] Would add etcd member: {peer}")
+        members = [(name, peer)]
+    else:
+        endpoints = _etcd_endpoints(idata)
+        log.info("[etcd] Adding etcd member as learner: %s (endpoints %s)", peer, ",".join(endpoints))
+        members = etcdmember.add_learner(idata.layout, endpoints, name, peer)
+        data.out("[etcd] Announced new etcd member joining to the existing etcd cluster")
+        log.info("Updated etcd member list: %s", members)
+    data.out(f'[etcd] Creating static Pod manifest for "{c.ETCD}"')
+    ensure_dir(idata.layout.etcd_data_dir(cluster.etcd.local.data_dir), c.PRIVATE_DIR_MODE)
+    create_local_etcd_file(idata.layout.manifests_dir, inputs, patch_manager(idata), initial_cluster=members)
+    if data.dry_run:
+        data.out("[etcd] Would wait for the new etcd member to join the cluster")
+        return
+    timeout = etcdmember.JOIN_TIMEOUT
+    data.out(f"[etcd] Waiting for the new etcd member to join the cluster. This can take up to {timeout:g}s")
+    etcdmember.wait_joined(idata.layout, endpoints, name, peer, timeout)
 
 
 _CP_FLAGS = ("config", "control-plane", "certificate-key", "dry-run", "node-name", "apiserver-advertise-address")

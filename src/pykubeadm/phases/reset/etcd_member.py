@@ -4,7 +4,7 @@
 member name). `remove_member(layout, pod)` lists the members through the local endpoint with the healthcheck-client
 certificate; when this member is the only one it does nothing (kubeadm's RemoveStackedEtcdMemberFromCluster),
 otherwise it removes it, asking the other members first (a member can remove itself, but a peer answers even when
-the local one is already unhealthy).
+the local one is already unhealthy). The etcd client is `phases.etcdmember`'s, shared with join's etcd-join.
 """
 
 from __future__ import annotations
@@ -14,16 +14,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
-from urllib.parse import urlsplit
 
-import requests
 import yaml
 from etcd3gw.client import Etcd3Client
-from etcd3gw.exceptions import Etcd3Exception
 
 from pykubeadm import constants as c
 from pykubeadm.errors import KubeadmError
 from pykubeadm.layout import Layout
+from pykubeadm.phases.etcdmember import call as _call
 
 __all__ = ["EtcdPod", "read_etcd_pod", "remove_member"]
 
@@ -31,8 +29,6 @@ log = logging.getLogger(__name__)
 
 #: Name of the data volume in kubeadm's etcd manifest.
 ETCD_DATA_VOLUME = "etcd-data"
-#: Per-request timeout of etcd calls during reset.
-ETCD_TIMEOUT = 5.0
 #: How long a refused member removal is retried.
 REMOVE_TIMEOUT = 20.0
 
@@ -92,36 +88,6 @@ def read_etcd_pod(layout: Layout) -> EtcdPod | None:
         peer_urls=_urls(flags.get("initial-advertise-peer-urls", "")),
         flags=flags,
     )
-
-
-def _client(layout: Layout, url: str) -> Etcd3Client:
-    """A gateway client for one endpoint; TLS with the healthcheck-client pair. The environment is ignored (a
-    REQUESTS_CA_BUNDLE or proxy variable must not replace the etcd CA or reroute loopback calls)."""
-    u = urlsplit(url)
-    session = requests.Session()
-    session.trust_env = False
-    if u.scheme == "https":
-        base = c.ETCD_HEALTHCHECK_CLIENT_CERT_AND_KEY_BASE_NAME
-        session.verify = str(layout.cert_path(c.ETCD_CA_CERT_AND_KEY_BASE_NAME))
-        session.cert = (str(layout.cert_path(base)), str(layout.key_path(base)))
-    return Etcd3Client(
-        host=u.hostname or "127.0.0.1",
-        port=u.port or c.ETCD_LISTEN_CLIENT_PORT,
-        protocol=u.scheme or "http",
-        timeout=ETCD_TIMEOUT,
-        session=session,
-    )
-
-
-def _call(layout: Layout, urls: list[str], what: str, fn: Any) -> Any:
-    last: Exception | None = None
-    for url in urls:
-        try:
-            return fn(_client(layout, url))
-        except (Etcd3Exception, OSError, ValueError) as err:
-            detail = getattr(err, "detail_text", None)
-            last = KubeadmError(f"{url}: {detail or err or type(err).__name__}")
-    raise KubeadmError(f"failed to {what}: {last}")
 
 
 def remove_member(layout: Layout, pod: EtcdPod) -> bool:
