@@ -23,6 +23,7 @@ from pykubeadm.cli.main import current_state
 from pykubeadm.kubeconfig.csr import create_kubeconfigs_and_csrs
 from pykubeadm.layout import Layout
 from pykubeadm.options import option
+from pykubeadm.phases.clusterconfig import announce_config_read
 from pykubeadm.phases.init.certs import encryption_algorithm, pki_params
 from pykubeadm.phases.init.kubeconfig import kubeconfig_params
 from pykubeadm.pki.csr import create_default_keys_and_csrs
@@ -82,8 +83,7 @@ def _load(
     if not config and kubeconfig:
         path = Layout(current_state().root_dir).host(kubeconfig)
         if path.exists():
-            say(f'[{prefix}] Reading configuration from the "kubeadm-config" ConfigMap in namespace "kube-system"...')
-            say(f"[{prefix}] Use 'kubeadm init phase upload-config --config your-config-file' to re-upload it.")
+            announce_config_read(say, f"[{prefix}]")
             text = _fetch_cluster_configuration(path)
             if text is not None:
                 say("")

@@ -52,6 +52,15 @@ def _describe(obj: Obj) -> str:
     return f"{obj['kind']} {ns + '/' if ns else ''}{meta['name']}"
 
 
+def report_dry_run(out: Callable[[str], None], objs: list[Obj], action: str = "create") -> list[Obj]:
+    """--dry-run: say what would be written instead of writing it; returns the objects unchanged."""
+    for obj in objs:
+        meta = obj["metadata"]
+        where = f" in namespace {meta['namespace']}" if meta.get("namespace") else ""
+        out(f"[dryrun] Would {action} {obj['kind']} {meta['name']!r}{where}")
+    return objs
+
+
 def apply_objects(client: Client, objs: Iterable[Obj], *, retain: bool = False) -> list[Any]:
     """Create each object; if it exists, replace it (or keep it when `retain`). Returns the live objects."""
     out = []

@@ -15,7 +15,7 @@ from lightkube import ApiError, Client
 from pykubeadm import constants as c
 from pykubeadm.client import is_already_exists, status_code, sync_client
 from pykubeadm.phases import objects as o
-from pykubeadm.phases.apply import apply_objects, retry_api_call
+from pykubeadm.phases.apply import apply_objects, report_dry_run, retry_api_call
 from pykubeadm.phases.init.data import InitData
 from pykubeadm.phases.objects import Obj
 
@@ -71,9 +71,5 @@ def apply(data: InitData, objs: Iterable[Obj], *, retain: bool = False) -> list[
     """Create-or-update (or create-or-retain) objects, or print them in dry-run."""
     objs = list(objs)
     if data.dry_run:
-        for obj in objs:
-            meta = obj["metadata"]
-            where = f" in namespace {meta['namespace']}" if meta.get("namespace") else ""
-            data.out(f"[dryrun] Would create {obj['kind']} {meta['name']!r}{where}")
-        return objs
+        return report_dry_run(data.out, objs)
     return apply_objects(admin_client(data), objs, retain=retain)

@@ -14,13 +14,13 @@ from lightkube.resources.core_v1 import ConfigMap
 
 from pykubeadm import constants as c
 from pykubeadm.api import ClusterConfiguration
-from pykubeadm.api.loader import load_documents
 from pykubeadm.client import sync_client
 from pykubeadm.discovery.file import discover_with_file, load_discovery_file
 from pykubeadm.discovery.token import DiscoveryError, discover_with_token
 from pykubeadm.errors import KubeadmError
 from pykubeadm.kubeconfig.config import create_basic, create_with_token
 from pykubeadm.phases.apply import retry_api_call
+from pykubeadm.phases.clusterconfig import announce_config_read, cluster_configuration_of
 from pykubeadm.phases.join.data import JoinData
 
 __all__ = ["bootstrap_client", "cluster_configuration", "kubelet_configuration", "tls_bootstrap_kubeconfig"]
@@ -97,13 +97,8 @@ def cluster_configuration(data: JoinData) -> ClusterConfiguration:
     """The ClusterConfiguration from kube-system/kubeadm-config (read with the bootstrap token)."""
     cached = data.state.get("cluster_configuration")
     if cached is None:
-        data.out('[preflight] Reading configuration from the "kubeadm-config" ConfigMap in namespace "kube-system"...')
-        data.out("[preflight] Use 'kubeadm init phase upload-config --config your-config-file' to re-upload it.")
-        cm = _configmap(data, c.KUBEADM_CONFIG_CONFIGMAP)
-        text = (cm.data or {}).get(c.CLUSTER_CONFIGURATION_CONFIGMAP_KEY, "")
-        cluster = load_documents(text).kinds.get("ClusterConfiguration")
-        if not isinstance(cluster, ClusterConfiguration):
-            raise KubeadmError("the kubeadm-config ConfigMap has no ClusterConfiguration")
+        announce_config_read(data.out, "[preflight]")
+        cluster = cluster_configuration_of(_configmap(data, c.KUBEADM_CONFIG_CONFIGMAP).data)
         data.state["cluster_configuration"] = cached = cluster
     return cached  # type: ignore[no-any-return]
 

@@ -18,9 +18,9 @@ from lightkube.resources.core_v1 import ConfigMap
 
 from pykubeadm import constants as c
 from pykubeadm.api import ClusterConfiguration
-from pykubeadm.api.loader import load_documents
 from pykubeadm.client import sync_client
 from pykubeadm.errors import KubeadmError
+from pykubeadm.phases.clusterconfig import announce_config_read, cluster_configuration_of
 
 __all__ = ["FETCH_TIMEOUT", "fetch_cluster_configuration"]
 
@@ -57,19 +57,9 @@ def fetch_cluster_configuration(
     if not kubeconfig.is_file():
         log.info("[reset] Could not obtain a client set from the kubeconfig file: %s", kubeconfig)
         return None
-    out('[reset] Reading configuration from the "kubeadm-config" ConfigMap in namespace "kube-system"...')
-    out("[reset] Use 'kubeadm init phase upload-config --config your-config-file' to re-upload it.")
+    announce_config_read(out, "[reset]")
     try:
-        cm = _get_configmap(kubeconfig, time.monotonic() + timeout)
-        text = (cm.data or {}).get(c.CLUSTER_CONFIGURATION_CONFIGMAP_KEY)
-        if not text:
-            raise KubeadmError(
-                f"unexpected error when reading {c.KUBEADM_CONFIG_CONFIGMAP} ConfigMap: "
-                f"{c.CLUSTER_CONFIGURATION_CONFIGMAP_KEY} key value pair missing"
-            )
-        cluster = load_documents(text).kinds.get("ClusterConfiguration")
-        if not isinstance(cluster, ClusterConfiguration):
-            raise KubeadmError(f"the {c.KUBEADM_CONFIG_CONFIGMAP} ConfigMap holds no ClusterConfiguration")
+        cluster = cluster_configuration_of(_get_configmap(kubeconfig, time.monotonic() + timeout).data)
     except Exception as err:
         log.warning(
             "[reset] Unable to fetch the kubeadm-config ConfigMap from cluster: failed to get config map: %s", err
