@@ -173,6 +173,7 @@ def generate_pki(directory: Path, host: str = "127.0.0.1") -> Pki:
         name="apiserver",
     )
     pki.sign("kubernetes-admin", ["system:masters"], name="admin")
+    pki.sign("kube-apiserver-kubelet-client", ["kubeadm:cluster-admins"], name="apiserver-kubelet-client")
     return pki
 
 
@@ -233,6 +234,8 @@ class ApiServer:
             "--requestheader-username-headers=X-Remote-User",
             "--requestheader-group-headers=X-Remote-Group",
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--kubelet-client-certificate={p.dir / 'apiserver-kubelet-client.crt'}",
+            f"--kubelet-client-key={p.dir / 'apiserver-kubelet-client.key'}",
         ]
         flags.append(f"--audit-log-path={self.audit_log if self.audit_log is not None else '-'}")
         if self.version:

@@ -4,7 +4,8 @@ Like kube-apiserver: the container is the `container` query parameter or the Pod
 at its InternalIP (then ExternalIP, Hostname: kubeadm's --kubelet-preferred-address-types) on the kubelet port the Node
 reports, as the client `--kubelet-client-certificate/--kubelet-client-key` (kubeadm's apiserver-kubelet-client); the
 kubelet's serving certificate is not verified (kubeadm sets no --kubelet-certificate-authority). The log streams back
-as text/plain (chunked while following).
+as text/plain (chunked while following). Redirects from the kubelet are refused, never followed
+(kube-apiserver's PreventRedirects: a node controls its kubelet and its Node addresses).
 """
 
 from __future__ import annotations
@@ -103,8 +104,12 @@ async def pod_log(request: web.Request, store: Store) -> web.StreamResponse:
     try:
         async with (
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=10)) as session,
-            session.get(url, ssl=client.ssl) as upstream,
+            session.get(url, ssl=client.ssl, allow_redirects=False) as upstream,
         ):
+            if 300 <= upstream.status < 400:  # never follow a kubelet's redirect with our client certificate
+                raise st.ApiError(
+                    500, "", f'Get "{url}": redirects are not followed (kubelet answered {upstream.status})'
+                )
             if upstream.status != 200:
                 text = (await upstream.text()).strip() or upstream.reason or ""
                 code = upstream.status if upstream.status < 500 else 500
