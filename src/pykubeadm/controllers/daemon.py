@@ -21,6 +21,7 @@ import click
 from pykubeadm import constants as c
 from pykubeadm.controllers.flags import GoDuration, bool_flag
 from pykubeadm.controllers.serving import HealthCheck, HealthServer
+from pykubeadm.util import gctuning
 from pykubeadm.util.leaderelection import LeaderElector, LeaseLock, new_identity
 
 __all__ = [
@@ -140,4 +141,5 @@ def run_until_signalled(main: Callable[[], Awaitable[int]], log: logging.Logger 
                 log.info("shutting down")
             return 0
 
+    gctuning.for_service()
     return asyncio.run(guarded())

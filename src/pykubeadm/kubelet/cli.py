@@ -21,6 +21,7 @@ import click
 from pykubeadm import constants as c
 from pykubeadm.errors import ValidationError
 from pykubeadm.layout import Layout
+from pykubeadm.util import gctuning
 
 __all__ = ["command", "parse_kubeadm_flags_env", "parse_labels", "parse_taints"]
 
@@ -150,7 +151,9 @@ def command(ctx: click.Context, **opts: Any) -> None:
     from pykubeadm.kubelet.kubelet import Kubelet
 
     log.info("starting kubelet %s for node %s (root %s)", _version(), settings.node_name, root)
-    asyncio.run(_main(Kubelet(settings, layout, backoff_initial=backoff)))
+    kubelet = Kubelet(settings, layout, backoff_initial=backoff)
+    gctuning.for_service()
+    asyncio.run(_main(kubelet))
 
 
 def resolve_settings(opts: dict[str, Any], layout: Layout) -> Any:

@@ -10,6 +10,8 @@ import os
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from pykubeadm.util import gctuning
+
 __all__ = ["EVENT_LOOP_ENV", "run"]
 
 T = TypeVar("T")
@@ -20,6 +22,7 @@ EVENT_LOOP_ENV = "PYKUBEADM_EVENT_LOOP"
 
 def run(main: Coroutine[Any, Any, T]) -> T:
     """`asyncio.run(main)` on uvloop unless $PYKUBEADM_EVENT_LOOP is "asyncio"."""
+    gctuning.for_service()
     if os.environ.get(EVENT_LOOP_ENV, "uvloop") == "asyncio":
         return asyncio.run(main)
     import uvloop

@@ -21,7 +21,6 @@ from pykubeadm.errors import KubeadmError
 from pykubeadm.manifests import create_local_etcd_file
 from pykubeadm.manifests.etcd import peer_url
 from pykubeadm.manifests.pod import CONTROL_PLANE_TIER
-from pykubeadm.phases import etcdmember
 from pykubeadm.phases.apply import retry_api_call
 from pykubeadm.phases.copycerts import decode_certificate_key, decrypt, shared_cert_files
 from pykubeadm.phases.init import certs as init_certs
@@ -174,6 +173,8 @@ def _etcd_join(data: JoinData) -> None:
     cluster = idata.cfg.cluster
     if cluster.etcd.external is not None or cluster.etcd.local is None:
         return
+    from pykubeadm.phases import etcdmember  # etcd3gw + requests: only a stacked control-plane join pays for them
+
     name = idata.cfg.init.node_registration.name
     inputs = cluster_inputs(idata)
     peer = peer_url(inputs.advertise_address)
