@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from pykubeadm import constants as c
-from pykubeadm.api._base import format_duration, parse_duration
+from pykubeadm.util.goduration import format_duration, parse_duration
 
 __all__ = [
     "FLAGS",

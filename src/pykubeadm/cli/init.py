@@ -7,25 +7,34 @@ points at a temporary directory, so nothing under the node's root is touched.
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from pykubeadm.api import load_init_config
 from pykubeadm.cli.main import CliState, dry_run_layout
 from pykubeadm.errors import ValidationError
 from pykubeadm.layout import Layout
 from pykubeadm.options import INIT_FLAGS, apply_options, flags_from_click, option
-from pykubeadm.phases.init import InitData, init_phases
-from pykubeadm.phases.init.certs import detect_external_ca
+from pykubeadm.phases.kubeletservice import discard_prewarmed_kubelets, prewarm_kubelet
 from pykubeadm.workflow import Runner
+
+if TYPE_CHECKING:
+    from pykubeadm.phases.init import InitData
+
+# The config API and the phases (~0.3 s of imports) are imported when a command runs, so that `init` can start the
+# kubelet's interpreter first (phases/kubeletservice.prewarm_kubelet).
 
 __all__ = ["build_init_data", "command"]
 
 
 def build_init_data(state: CliState, flags: dict[str, Any], out: Any = click.echo) -> InitData:
     """The run data of `init` from the flags the user set (kubeadm flag name → value)."""
+    from pykubeadm.api import load_init_config
+    from pykubeadm.phases.init import InitData
+    from pykubeadm.phases.init.certs import detect_external_ca
+
     config_file = flags.get("config")
     cfg = load_init_config(Path(config_file) if config_file else None, flags)
     real = Layout(root=state.root_dir, cert_dir=cfg.cluster.certificates_dir)
@@ -64,7 +73,13 @@ def _runner(state: CliState, flags: dict[str, Any]) -> Runner[InitData]:
         data.out(f"[init] Using Kubernetes version: {data.cfg.cluster.kubernetes_version}")
         return data
 
-    return Runner(init_phases(), build)
+    return Runner(_init_phases(), build)
+
+
+def _init_phases() -> list[Any]:
+    from pykubeadm.phases.init import init_phases
+
+    return init_phases()
 
 
 def _invoke_phase(runner: Runner[InitData], path: str, params: dict[str, Any]) -> None:
@@ -79,9 +94,22 @@ def _invoke_phase(runner: Runner[InitData], path: str, params: dict[str, Any]) -
 _HELP_HEAD = "Run this command in order to set up the Kubernetes control plane"
 
 
+@cache
+def _phase_commands() -> click.Group:
+    return Runner(_init_phases(), lambda: None).phase_commands(option, _invoke_phase)
+
+
 class _InitGroup(click.Group):
+    """`init` with its one sub-command, `phase`, built when it is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return ["phase"]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return _phase_commands() if cmd_name == "phase" else None
+
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        Runner(init_phases(), lambda: None).write_help(formatter, _HELP_HEAD, "init")
+        Runner(_init_phases(), lambda: None).write_help(formatter, _HELP_HEAD, "init")
 
 
 @click.group(cls=_InitGroup, name="init", invoke_without_command=True, help=_HELP_HEAD)
@@ -93,10 +121,11 @@ def command(ctx: click.Context, **params: Any) -> None:
     state = ctx.find_object(CliState)
     assert state is not None
     flags = flags_from_click(params, ctx)
+    if not flags.get("dry-run") and "kubelet-start" not in flags.get("skip-phases", ()):
+        prewarm_kubelet(Layout(root=state.root_dir))
     runner = _runner(state, flags)
     data = runner.data  # config errors are reported before any phase, as kubeadm does
     skip = list(flags.get("skip-phases", ())) or list(data.cfg.init.skip_phases)
+    if data.dry_run or "kubelet-start" in skip:
+        discard_prewarmed_kubelets()
     runner.run(skip)
-
-
-command.add_command(Runner(init_phases(), lambda: None).phase_commands(option, _invoke_phase))

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from pykubeadm.api import load_join_config
 from pykubeadm.cli.main import CliState, dry_run_layout
 from pykubeadm.layout import Layout
 from pykubeadm.options import JOIN_FLAGS, flags_from_click, join_option
-from pykubeadm.phases.join import JoinData, join_phases
+from pykubeadm.phases.kubeletservice import discard_prewarmed_kubelets, prewarm_kubelet
 from pykubeadm.workflow import Runner
+
+if TYPE_CHECKING:
+    from pykubeadm.phases.join import JoinData
+
+# The config API and the phases (~0.3 s of imports) are imported when a command runs, so that `join` can start the
+# kubelet's interpreter first (phases/kubeletservice.prewarm_kubelet).
 
 __all__ = ["build_join_data", "command"]
 
@@ -44,6 +50,9 @@ Run 'kubectl get nodes' to see this node join the cluster.
 
 
 def build_join_data(state: CliState, flags: dict[str, Any], out: Any = click.echo) -> JoinData:
+    from pykubeadm.api import load_join_config
+    from pykubeadm.phases.join import JoinData
+
     config_file = flags.get("config")
     cfg = load_join_config(Path(config_file) if config_file else None, flags)
     real = Layout(root=state.root_dir)
@@ -64,6 +73,11 @@ def build_join_data(state: CliState, flags: dict[str, Any], out: Any = click.ech
         ignore_preflight_errors=frozenset(ignore),
         patches_dir=Path(patches) if patches else None,
     )
+
+
+def _prewarm_kubelet(state: CliState, flags: dict[str, Any]) -> None:
+    if not flags.get("dry-run") and "kubelet-start" not in flags.get("skip-phases", ()):
+        prewarm_kubelet(Layout(root=state.root_dir))
 
 
 def _flags(params: dict[str, Any], ctx: click.Context) -> dict[str, Any]:
@@ -88,7 +102,15 @@ def _invoke_phase(runner: Runner[JoinData], path: str, params: dict[str, Any]) -
     Runner(runner.phases, lambda: build_join_data(state, flags)).run_phase(path)
 
 
-_PHASES = Runner(join_phases(), lambda: None).phase_commands(join_option, _invoke_phase)
+def _join_phases() -> list[Any]:
+    from pykubeadm.phases.join import join_phases
+
+    return join_phases()
+
+
+@cache
+def _phase_commands() -> click.Group:
+    return Runner(_join_phases(), lambda: None).phase_commands(join_option, _invoke_phase)
 
 
 class _JoinCommand(click.Command):
@@ -105,12 +127,13 @@ class _JoinCommand(click.Command):
     def invoke(self, ctx: click.Context) -> Any:
         if ctx.meta.get("join_phase"):
             args = ctx.meta["join_args"][1:]
-            with _PHASES.make_context("phase", args, parent=ctx) as sub:
-                return _PHASES.invoke(sub)
+            phases = _phase_commands()
+            with phases.make_context("phase", args, parent=ctx) as sub:
+                return phases.invoke(sub)
         return super().invoke(ctx)
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        Runner(join_phases(), lambda: None).write_help(
+        Runner(_join_phases(), lambda: None).write_help(
             formatter, "Run this on any machine you wish to join an existing cluster", "join [api-server-endpoint]"
         )
         formatter.write_paragraph()
@@ -132,8 +155,11 @@ def command(ctx: click.Context, **params: Any) -> None:
     state = ctx.find_object(CliState)
     assert state is not None
     flags = _flags(dict(params), ctx)
-    runner = Runner(join_phases(), lambda: build_join_data(state, flags))
+    _prewarm_kubelet(state, flags)
+    runner = Runner(_join_phases(), lambda: build_join_data(state, flags))
     skip = list(flags.get("skip-phases", ())) or list(runner.data.cfg.skip_phases)
+    if runner.data.dry_run or "kubelet-start" in skip:
+        discard_prewarmed_kubelets()
     data = runner.run(skip)
     if data.control_plane:
         external = data.state.get("init_data") is not None and data.state["init_data"].cfg.cluster.etcd.external

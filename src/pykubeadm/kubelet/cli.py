@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import shlex
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,7 @@ def parse_taints(value: str | None) -> list[dict[str, str]]:
 
 
 _BOOL = click.BOOL
+_ARGS_META = "pykubeadm.kubelet.args"
 
 
 @click.command(
@@ -129,10 +132,23 @@ _BOOL = click.BOOL
     hidden=True,
     help="First CrashLoopBackOff delay in seconds (tests).",
 )
+@click.option(
+    "--flags-from-stdin",
+    is_flag=True,
+    hidden=True,
+    help="Warm start: import everything, then read the real flags and log file as one JSON line from stdin.",
+)
 @click.option("-v", "--v", "verbosity", type=int, default=None, help="Log level verbosity.")
 @click.pass_context
 def command(ctx: click.Context, **opts: Any) -> None:
     """Run the built-in kubelet: TLS bootstrap, certificate rotation, node status, static Pods as processes."""
+    if opts.pop("flags_from_stdin"):
+        args = _await_start()
+        if args is not None:
+            ctx.meta[_ARGS_META] = args  # `ps` shows the warm start's command line, the log shows these
+            with command.make_context(ctx.info_name, list(args), parent=ctx) as started:  # (click consumes the list)
+                command.invoke(started)
+        return
     verbosity = opts.pop("verbosity")
     logging.basicConfig(
         level=logging.DEBUG if (verbosity or 0) >= 5 else logging.INFO,
@@ -141,6 +157,7 @@ def command(ctx: click.Context, **opts: Any) -> None:
     )
     for noisy in ("httpx", "httpcore", "aiohttp.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    log.info("command line: %s", shlex.join(ctx.meta.get(_ARGS_META) or sys.argv[1:]))
     if ctx.args:
         log.warning("ignoring flags the built-in kubelet does not implement: %s", " ".join(ctx.args))
     root = _root_dir(ctx, opts.pop("node_root_dir"))
@@ -154,6 +171,27 @@ def command(ctx: click.Context, **opts: Any) -> None:
     kubelet = Kubelet(settings, layout, backoff_initial=backoff)
     gctuning.for_service()
     asyncio.run(_main(kubelet))
+
+
+def _await_start() -> list[str] | None:
+    """A warm start (phases/kubeletservice.prewarm_kubelet): import what the kubelet runs on while the command that
+    started us works, then wait for {"args": [...], "log": path} on stdin. None on EOF: that command ended without
+    starting us, and we exit having written nothing."""
+    import pykubeadm.kubelet.config
+    import pykubeadm.kubelet.kubelet  # noqa: F401
+
+    line = sys.stdin.buffer.readline()
+    if not line.strip():
+        return None
+    start = json.loads(line)
+    fd = os.open(start["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return [str(a) for a in start["args"]]
 
 
 def resolve_settings(opts: dict[str, Any], layout: Layout) -> Any:

@@ -1,0 +1,109 @@
+"""The kubelet's warm start (phases/kubeletservice.prewarm_kubelet) with real processes: a warm kubelet started by
+`start_kubelet` runs with the flags kubeadm-flags.env gives it and logs to the node's log file; one that is never
+started leaves no process and no file, whether the command discards it or simply dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from tests.integration.kubelet.kubelet_procs import alive, cmdline, wait_until
+
+from pykubeadm.layout import Layout
+from pykubeadm.phases import kubeletservice
+from pykubeadm.testing.apiserver import free_port
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> Iterator[Layout]:
+    layout = Layout(tmp_path / "node")
+    layout.root.mkdir()
+    yield layout
+    kubeletservice.discard_prewarmed_kubelets()
+    kubeletservice.stop_kubelet(layout, timeout=5)
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*"))
+
+
+def _write_kubelet_files(layout: Layout, port: int) -> None:
+    layout.kubelet_env_file.parent.mkdir(parents=True, exist_ok=True)
+    layout.kubelet_env_file.write_text(
+        'KUBELET_KUBEADM_ARGS="--hostname-override=warm-node --node-ip=127.0.0.1 '
+        f'--healthz-bind-address=127.0.0.1 --healthz-port={port} --not-a-kubelet-flag=1"\n'
+    )
+    (layout.kubelet_env_file.parent / "config.yaml").write_text(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+    )
+
+
+def test_a_started_warm_kubelet_runs_with_the_flags_and_log_file_of_a_cold_one(layout: Layout) -> None:
+    kubeletservice.prewarm_kubelet(layout)
+    warm = kubeletservice._prewarmed[str(layout.root)]
+    assert _files(layout.root) == []  # it writes nothing while it waits
+    port = free_port()
+    _write_kubelet_files(layout, port)
+
+    assert kubeletservice.start_kubelet(layout) == f"pid {warm.pid}"
+
+    assert kubeletservice.kubelet_pid(layout) == warm.pid  # reset finds it through the pid file
+    assert cmdline(warm.pid)[-3:] == ["component", "kubelet", kubeletservice.FLAGS_FROM_STDIN]
+    wait_until(lambda: _healthz(port), 20, "the warm kubelet's /healthz")
+    log = layout.kubelet_log_file.read_text()
+    args = " ".join(kubeletservice.kubelet_args(layout))
+    assert f"command line: {args}" in log
+    assert "ignoring flags the built-in kubelet does not implement: --not-a-kubelet-flag=1" in log
+    assert "starting kubelet v" in log and "for node warm-node" in log
+
+    assert kubeletservice.stop_kubelet(layout)
+    wait_until(lambda: not alive(warm.pid), 10, "the kubelet to stop")
+
+
+def _healthz(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).text == "ok"
+    except httpx.HTTPError:
+        return False
+
+
+def test_a_warm_kubelet_that_is_not_started_is_discarded(layout: Layout) -> None:
+    kubeletservice.prewarm_kubelet(layout)
+    warm = kubeletservice._prewarmed[str(layout.root)]
+
+    kubeletservice.discard_prewarmed_kubelets()
+
+    assert not alive(warm.pid)
+    assert _files(layout.root) == []
+    assert kubeletservice.kubelet_pid(layout) is None
+
+
+def test_a_warm_kubelet_ends_by_itself_when_its_command_dies(layout: Layout) -> None:
+    kubeletservice.prewarm_kubelet(layout)
+    warm = kubeletservice._prewarmed.pop(str(layout.root))
+    assert warm.stdin is not None
+    # what the kernel does when the command that started it is killed: its end of the pipe is closed
+    warm.stdin.close()
+
+    assert warm.wait(timeout=30) == 0
+    assert _files(layout.root) == []
+
+
+def test_a_warm_kubelet_that_died_is_replaced_by_a_cold_start(layout: Layout) -> None:
+    kubeletservice.prewarm_kubelet(layout)
+    warm = kubeletservice._prewarmed[str(layout.root)]
+    os.kill(warm.pid, signal.SIGKILL)
+    warm.wait()
+    port = free_port()
+    _write_kubelet_files(layout, port)
+
+    how = kubeletservice.start_kubelet(layout)
+
+    pid = int(how.removeprefix("pid "))
+    assert pid != warm.pid
+    assert kubeletservice.FLAGS_FROM_STDIN not in cmdline(pid)
+    wait_until(lambda: _healthz(port), 20, "the cold kubelet's /healthz")
