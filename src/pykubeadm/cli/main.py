@@ -147,8 +147,7 @@ _V_FLAGS = ("-v", "--v")
 def _hoist_verbosity(args: list[str]) -> list[str]:
     """kubeadm's `-v/--v` is a persistent flag: accept it after the subcommand too (`join ... --v=5`, `-v5`) by moving
     it in front. `component` commands parse their own `--v` (kube-apiserver, kubelet, ...) and are left alone."""
-    words = [a for a in args if not a.startswith("-")]
-    if words[:1] == ["component"]:
+    if _command_word(args) == "component":
         return args
     hoisted: list[str] = []
     rest: list[str] = []
@@ -168,6 +167,20 @@ def _hoist_verbosity(args: list[str]) -> list[str]:
             rest.append(arg)
         i += 1
     return hoisted + rest
+
+
+def _command_word(args: list[str]) -> str | None:
+    """The sub-command's name: the first word that is neither a global flag nor a global flag's value."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("--root-dir", *_V_FLAGS):
+            i += 2
+            continue
+        if not arg.startswith("-"):
+            return arg
+        i += 1
+    return None
 
 
 def _verbosity() -> int:

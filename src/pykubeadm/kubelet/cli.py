@@ -157,7 +157,7 @@ def command(ctx: click.Context, **opts: Any) -> None:
     )
     for noisy in ("httpx", "httpcore", "aiohttp.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    log.info("command line: %s", shlex.join(ctx.meta.get(_ARGS_META) or sys.argv[1:]))
+    log.info("flags: %s", shlex.join(ctx.meta.get(_ARGS_META) or _own_args(sys.argv)))
     if ctx.args:
         log.warning("ignoring flags the built-in kubelet does not implement: %s", " ".join(ctx.args))
     root = _root_dir(ctx, opts.pop("node_root_dir"))
@@ -173,13 +173,24 @@ def command(ctx: click.Context, **opts: Any) -> None:
     asyncio.run(_main(kubelet))
 
 
+def _own_args(argv: list[str]) -> list[str]:
+    """The kubelet's flags in `pykubeadm [--root-dir R] component kubelet FLAGS...`."""
+    for i in range(len(argv) - 1):
+        if argv[i] == "component" and argv[i + 1] == "kubelet":
+            return argv[i + 2 :]
+    return argv[1:]
+
+
 def _await_start() -> list[str] | None:
     """A warm start (phases/kubeletservice.prewarm_kubelet): import what the kubelet runs on while the command that
     started us works, then wait for {"args": [...], "log": path} on stdin. None on EOF: that command ended without
     starting us, and we exit having written nothing."""
-    import pykubeadm.kubelet.config
-    import pykubeadm.kubelet.kubelet  # noqa: F401
-
+    failed: BaseException | None = None
+    try:
+        import pykubeadm.kubelet.config
+        import pykubeadm.kubelet.kubelet  # noqa: F401
+    except Exception as e:  # reported in the log once there is one
+        failed = e
     line = sys.stdin.buffer.readline()
     if not line.strip():
         return None
@@ -191,6 +202,8 @@ def _await_start() -> list[str] | None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
+    if failed is not None:
+        raise failed
     return [str(a) for a in start["args"]]
 
 

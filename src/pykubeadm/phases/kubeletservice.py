@@ -99,14 +99,15 @@ def prewarm_kubelet(layout: Layout) -> None:
         return
     if not _prewarmed:
         atexit.register(discard_prewarmed_kubelets)
-    _prewarmed[key] = subprocess.Popen(
-        [*_component_prefix(layout), FLAGS_FROM_STDIN],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        env=_child_env(layout),
-    )
+    with contextlib.suppress(OSError):  # only a speed-up: start_kubelet starts a cold kubelet without it
+        _prewarmed[key] = subprocess.Popen(
+            [*_component_prefix(layout), FLAGS_FROM_STDIN],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env=_child_env(layout),
+        )
 
 
 def discard_prewarmed_kubelets() -> None:
@@ -163,10 +164,11 @@ def start_kubelet(layout: Layout) -> str:
     stop_kubelet(layout)
     ensure_dir(layout.run_dir, c.PRIVATE_DIR_MODE)
     ensure_dir(layout.kubelet_log_file.parent)
-    proc = _start_prewarmed(layout)
-    if proc is None:
-        log = open(layout.kubelet_log_file, "ab")  # noqa: SIM115 - handed to the child
-        try:
+    # Opened here on both paths: a log file that cannot be written fails the command now, not the kubelet later.
+    log = open(layout.kubelet_log_file, "ab")  # noqa: SIM115 - handed to the child
+    try:
+        proc = _start_prewarmed(layout)
+        if proc is None:
             proc = subprocess.Popen(
                 kubelet_command(layout),
                 stdin=subprocess.DEVNULL,
@@ -175,8 +177,8 @@ def start_kubelet(layout: Layout) -> str:
                 start_new_session=True,
                 env=_child_env(layout),
             )
-        finally:
-            log.close()
+    finally:
+        log.close()
     layout.kubelet_pid_file.write_text(f"{proc.pid}\n")
     return f"pid {proc.pid}"
 

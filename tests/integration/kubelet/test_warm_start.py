@@ -31,6 +31,14 @@ def _files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*"))
 
 
+def _waiting_on_stdin(pid: int) -> bool:
+    """The warm kubelet has imported its modules and blocks reading its flags."""
+    try:
+        return "pipe" in Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return False
+
+
 def _write_kubelet_files(layout: Layout, port: int) -> None:
     layout.kubelet_env_file.parent.mkdir(parents=True, exist_ok=True)
     layout.kubelet_env_file.write_text(
@@ -45,6 +53,7 @@ def _write_kubelet_files(layout: Layout, port: int) -> None:
 def test_a_started_warm_kubelet_runs_with_the_flags_and_log_file_of_a_cold_one(layout: Layout) -> None:
     kubeletservice.prewarm_kubelet(layout)
     warm = kubeletservice._prewarmed[str(layout.root)]
+    wait_until(lambda: _waiting_on_stdin(warm.pid), 30, "the warm kubelet to wait for its flags")
     assert _files(layout.root) == []  # it writes nothing while it waits
     port = free_port()
     _write_kubelet_files(layout, port)
@@ -56,7 +65,7 @@ def test_a_started_warm_kubelet_runs_with_the_flags_and_log_file_of_a_cold_one(l
     wait_until(lambda: _healthz(port), 20, "the warm kubelet's /healthz")
     log = layout.kubelet_log_file.read_text()
     args = " ".join(kubeletservice.kubelet_args(layout))
-    assert f"command line: {args}" in log
+    assert f"flags: {args}" in log
     assert "ignoring flags the built-in kubelet does not implement: --not-a-kubelet-flag=1" in log
     assert "starting kubelet v" in log and "for node warm-node" in log
 
@@ -74,6 +83,7 @@ def _healthz(port: int) -> bool:
 def test_a_warm_kubelet_that_is_not_started_is_discarded(layout: Layout) -> None:
     kubeletservice.prewarm_kubelet(layout)
     warm = kubeletservice._prewarmed[str(layout.root)]
+    wait_until(lambda: _waiting_on_stdin(warm.pid), 30, "the warm kubelet to wait for its flags")
 
     kubeletservice.discard_prewarmed_kubelets()
 
@@ -86,6 +96,7 @@ def test_a_warm_kubelet_ends_by_itself_when_its_command_dies(layout: Layout) -> 
     kubeletservice.prewarm_kubelet(layout)
     warm = kubeletservice._prewarmed.pop(str(layout.root))
     assert warm.stdin is not None
+    wait_until(lambda: _waiting_on_stdin(warm.pid), 30, "the warm kubelet to wait for its flags")
     # what the kernel does when the command that started it is killed: its end of the pipe is closed
     warm.stdin.close()
 
@@ -97,7 +108,7 @@ def test_a_warm_kubelet_that_died_is_replaced_by_a_cold_start(layout: Layout) ->
     kubeletservice.prewarm_kubelet(layout)
     warm = kubeletservice._prewarmed[str(layout.root)]
     os.kill(warm.pid, signal.SIGKILL)
-    warm.wait()
+    wait_until(lambda: not alive(warm.pid), 10, "the warm kubelet to die")  # a zombie, not reaped, as in real use
     port = free_port()
     _write_kubelet_files(layout, port)
 
@@ -105,5 +116,9 @@ def test_a_warm_kubelet_that_died_is_replaced_by_a_cold_start(layout: Layout) ->
 
     pid = int(how.removeprefix("pid "))
     assert pid != warm.pid
-    assert kubeletservice.FLAGS_FROM_STDIN not in cmdline(pid)
+    # (right after a start /proc/PID/cmdline is empty until the kernel has finished the exec)
+    args = wait_until(lambda: cmdline(pid), 10, "the cold kubelet's command line")
+    assert kubeletservice.FLAGS_FROM_STDIN not in args  # type: ignore[operator]
     wait_until(lambda: _healthz(port), 20, "the cold kubelet's /healthz")
+    # the same log line as a warm start
+    assert f"flags: {' '.join(kubeletservice.kubelet_args(layout))}" in layout.kubelet_log_file.read_text()

@@ -71,3 +71,23 @@ def test_bad_duration_is_a_usage_error() -> None:
 
     result = CliRunner().invoke(cmd, ["--token-ttl=forever"])
     assert result.exit_code == 2 and 'time: invalid duration "forever"' in result.output
+
+
+def test_v_after_the_subcommand_is_kubeadms_persistent_flag_but_components_keep_their_own() -> None:
+    from pykubeadm.cli.main import _hoist_verbosity
+
+    assert _hoist_verbosity(["join", "1.2.3.4:6443", "--v=5"]) == ["--v", "5", "join", "1.2.3.4:6443"]
+    assert _hoist_verbosity(["--root-dir", "/n", "reset", "-f", "-v5"]) == [
+        "--v",
+        "5",
+        "--root-dir",
+        "/n",
+        "reset",
+        "-f",
+    ]
+    assert _hoist_verbosity(["-v", "3", "token", "list"]) == ["--v", "3", "token", "list"]
+    kubelet = ["component", "kubelet", "--config=/c.yaml", "--v=5"]
+    assert _hoist_verbosity(kubelet) == kubelet
+    # the node's root dir before the component (how init/join start the built-in kubelet)
+    assert _hoist_verbosity(["--root-dir", "/n", *kubelet]) == ["--root-dir", "/n", *kubelet]
+    assert _hoist_verbosity(["--root-dir=/n", *kubelet]) == ["--root-dir=/n", *kubelet]
