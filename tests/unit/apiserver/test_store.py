@@ -196,3 +196,109 @@ async def test_namespace_strategy_defaults_and_terminating():
     assert not removed and obj["status"]["phase"] == "Terminating"
     await st.update("", "x", lambda old: {**old, "spec": {}}, CTX, subresource="finalize")
     assert await st.try_get("", "x") is None
+
+
+# --- update against the last known state (two apiservers sharing one storage engine) ---------------------------------
+
+
+class CountingBackend:
+    """The storage engine with its reads counted."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.gets = 0
+
+    async def get(self, key):
+        self.gets += 1
+        return await self.inner.get(key)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def engine(request, tmp_path):
+    from pykubeadm.storage import open_store
+
+    backend = MemoryStore() if request.param == "memory" else await open_store(f"sqlite://{tmp_path}/state.db")
+    yield backend
+    await backend.close()
+
+
+def _set(key, value):
+    """A patch: applied to the current object, no resourceVersion precondition (as the patch handler does)."""
+
+    def transform(old):
+        meta = {k: v for k, v in (old or {}).get("metadata", {}).items() if k != "resourceVersion"}
+        return {**(old or {}), "metadata": meta, "data": {**((old or {}).get("data") or {}), key: value}}
+
+    return transform
+
+
+async def test_a_repeated_update_swaps_against_what_it_wrote_without_reading_first(engine):
+    backend = CountingBackend(engine)
+    st = store_of("configmaps", backend)
+    await st.create("ns", {"metadata": {"name": "a"}}, CTX)
+    await st.update("ns", "a", _set("n", "1"), CTX)
+    reads = backend.gets
+    obj, _ = await st.update("ns", "a", _set("n", "2"), CTX)
+    assert backend.gets == reads  # no read: the compare-and-swap confirmed the remembered state
+    assert (await st.get("ns", "a"))["data"] == {"n": "2"} == obj["data"]
+
+
+async def test_an_update_after_another_apiserver_wrote_loses_nothing(engine):
+    a, b = store_of("configmaps", engine), store_of("configmaps", engine)
+    await a.create("ns", {"metadata": {"name": "a"}}, CTX)
+    await a.update("ns", "a", _set("from-a", "1"), CTX)  # a remembers this state
+    other, _ = await b.update("ns", "a", _set("from-b", "1"), CTX)
+
+    obj, _ = await a.update("ns", "a", _set("from-a", "2"), CTX)
+
+    assert obj["data"] == {"from-a": "2", "from-b": "1"}  # applied to b's state, not to a's stale copy
+    assert int(obj["metadata"]["resourceVersion"]) > int(other["metadata"]["resourceVersion"])
+    assert (await b.get("ns", "a")) == obj
+
+
+async def test_a_precondition_newer_than_the_remembered_state_is_checked_with_storage(engine):
+    a, b = store_of("configmaps", engine), store_of("configmaps", engine)
+    await a.create("ns", {"metadata": {"name": "a"}}, CTX)
+    await a.update("ns", "a", _set("n", "1"), CTX)
+    current, _ = await b.update("ns", "a", _set("n", "2"), CTX)
+    rv = current["metadata"]["resourceVersion"]
+
+    obj, _ = await a.update("ns", "a", lambda old: {**current, "data": {"n": "3"}}, CTX)  # carries b's version
+
+    assert obj["data"] == {"n": "3"} and int(obj["metadata"]["resourceVersion"]) > int(rv)
+    with pytest.raises(ApiError) as e:  # and a really stale one is still a 409
+        await a.update("ns", "a", lambda old: {**current, "data": {"n": "4"}}, CTX)
+    assert e.value.code == 409
+
+
+async def test_a_no_op_update_answers_with_the_current_object_not_a_remembered_one(engine):
+    a, b = store_of("configmaps", engine), store_of("configmaps", engine)
+    await a.create("ns", {"metadata": {"name": "a"}}, CTX)
+    mine, _ = await a.update("ns", "a", _set("n", "1"), CTX)
+    theirs, _ = await b.update("ns", "a", _set("n", "2"), CTX)
+
+    # the same content a wrote: a no-op against a's memory, a real change against storage
+    obj, _ = await a.update("ns", "a", lambda old: {**old, "data": {"n": "1"}}, CTX)
+    assert obj["data"] == {"n": "1"}
+    assert int(obj["metadata"]["resourceVersion"]) > int(theirs["metadata"]["resourceVersion"])
+    # and an update equal to the stored object writes nothing and says so
+    same, _ = await a.update("ns", "a", lambda old: {**old, "data": {"n": "1"}}, CTX)
+    assert same["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+    assert mine["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]
+
+
+async def test_an_object_another_apiserver_deleted_is_not_found_or_recreated(engine):
+    a, b = store_of("configmaps", engine), store_of("configmaps", engine)
+    await a.create("ns", {"metadata": {"name": "a"}}, CTX)
+    await a.update("ns", "a", _set("n", "1"), CTX)
+    await b.delete("ns", "a", CTX)
+
+    with pytest.raises(ApiError) as e:
+        await a.update("ns", "a", _set("n", "2"), CTX)
+    assert e.value.code == 404
+    again = await b.create("ns", {"metadata": {"name": "a"}}, CTX)
+    obj, _ = await a.update("ns", "a", _set("n", "3"), CTX)
+    assert obj["metadata"]["uid"] == again["metadata"]["uid"] and obj["data"] == {"n": "3"}

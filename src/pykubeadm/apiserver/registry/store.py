@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import secrets
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,8 @@ Admit = Callable[[str, Obj | None, Obj | None], Awaitable[None]]
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_ATTEMPTS = 3
+#: Objects per kind whose last known state `update` remembers.
+_RECENT_MAX = 512
 
 
 @dataclass
@@ -86,6 +89,17 @@ class Store:
         self.backend = backend
         self.plural = strategy.plural
         self.group = strategy.group
+        # The last state this apiserver read or wrote of recently updated objects. An update tries its compare-and-
+        # swap against it instead of reading first, as kube-apiserver's GuaranteedUpdate does with the watch cache's
+        # object: a stale entry (another apiserver wrote) costs only the failed swap, whose answer carries the
+        # current state. Never used to answer without storage confirming it (409s and no-op updates re-read).
+        self._recent: OrderedDict[str, si.KeyValue] = OrderedDict()
+
+    def _remember(self, kv: si.KeyValue) -> None:
+        self._recent[kv.key] = kv
+        self._recent.move_to_end(kv.key)
+        if len(self._recent) > _RECENT_MAX:
+            self._recent.popitem(last=False)
 
     # --- keys and codec -------------------------------------------------------------------------------------------
 
@@ -296,9 +310,12 @@ class Store:
         A resourceVersion in the desired object is a precondition (409 on mismatch); without one the update is
         unconditional and retried on races. Returns (object, created)."""
         key = self.key(namespace, name)
+        hint = None if ctx.dry_run else self._recent.get(key)
         for _ in range(16):
-            kv = await self._backend_get(key)
+            cached = hint is not None
+            kv, hint = (hint, None) if cached else (await self._backend_get(key), None)
             if kv is None:
+                self._recent.pop(key, None)
                 if not (create_if_missing or self.strategy.allow_create_on_update) or subresource:
                     raise self._nf(name)
                 new = transform(None)
@@ -311,6 +328,8 @@ class Store:
             meta = new.setdefault("metadata", {})
             rv = meta.get("resourceVersion")
             if rv not in (None, "") and str(rv) != str(kv.mod_revision):
+                if cached:
+                    continue  # the client may know a newer version than we do: ask storage before a 409
                 raise self._conflict(name)
             if rv in (None, "") and not self.strategy.allow_unconditional_update:
                 raise self._invalid(
@@ -339,6 +358,8 @@ class Store:
             new["metadata"].pop("resourceVersion", None)
             old["metadata"].pop("resourceVersion", None)
             if new == old:  # no-op update: no write, same resourceVersion
+                if cached:
+                    continue  # answered with the stored object, so it must be the current one
                 old["metadata"]["resourceVersion"] = str(kv.mod_revision)
                 return old, False
             deleting = bool(new["metadata"].get("deletionTimestamp")) and not self.strategy.has_finalizers(new)
@@ -347,18 +368,25 @@ class Store:
                 return new, False
             try:
                 if deleting:
+                    self._recent.pop(key, None)
                     dkv = await self.backend.delete(key, kv.mod_revision)
                     new["metadata"]["resourceVersion"] = str(dkv.mod_revision)
                     return new, False
                 nkv = await self.backend.update(key, _dumps(new), kv.mod_revision)
-            except si.ConflictError:
+            except si.ConflictError as e:
+                self._recent.pop(key, None)
                 if rv not in (None, ""):
                     raise self._conflict(name) from None
+                hint = e.current  # the state that won: retry against it without another read
                 continue
             except si.KeyNotFoundError:
+                self._recent.pop(key, None)
+                if cached:
+                    continue
                 raise self._nf(name) from None
             except si.StoreError as e:
                 raise storage_error(e) from e
+            self._remember(nkv)
             new["metadata"]["resourceVersion"] = str(nkv.mod_revision)
             return new, False
         raise self._conflict(name)
@@ -391,6 +419,7 @@ class Store:
     ) -> tuple[Obj, bool]:
         """Delete or, when finalizers remain, mark for deletion. Returns (object, removed_now)."""
         key = self.key(namespace, name)
+        self._recent.pop(key, None)
         for _ in range(16):
             kv = await self._backend_get(key)
             if kv is None:
