@@ -17,7 +17,7 @@ from pykubeadm.cli.main import CliState, dry_run_layout
 from pykubeadm.errors import ValidationError
 from pykubeadm.layout import Layout
 from pykubeadm.options import INIT_FLAGS, apply_options, flags_from_click, option
-from pykubeadm.phases.kubeletservice import discard_prewarmed_kubelets, prewarm_kubelet
+from pykubeadm.phases.kubeletservice import discard_prewarmed_kubelets, kubelet_will_start, prewarm_kubelet
 from pykubeadm.workflow import Runner
 
 if TYPE_CHECKING:
@@ -121,11 +121,11 @@ def command(ctx: click.Context, **params: Any) -> None:
     state = ctx.find_object(CliState)
     assert state is not None
     flags = flags_from_click(params, ctx)
-    if not flags.get("dry-run") and "kubelet-start" not in flags.get("skip-phases", ()):
+    if kubelet_will_start(bool(flags.get("dry-run")), flags.get("skip-phases", ())):
         prewarm_kubelet(Layout(root=state.root_dir))
     runner = _runner(state, flags)
     data = runner.data  # config errors are reported before any phase, as kubeadm does
     skip = list(flags.get("skip-phases", ())) or list(data.cfg.init.skip_phases)
-    if data.dry_run or "kubelet-start" in skip:
+    if not kubelet_will_start(data.dry_run, skip):  # the config file said so
         discard_prewarmed_kubelets()
     runner.run(skip)

@@ -11,7 +11,7 @@ import click
 from pykubeadm.cli.main import CliState, dry_run_layout
 from pykubeadm.layout import Layout
 from pykubeadm.options import JOIN_FLAGS, flags_from_click, join_option
-from pykubeadm.phases.kubeletservice import discard_prewarmed_kubelets, prewarm_kubelet
+from pykubeadm.phases.kubeletservice import discard_prewarmed_kubelets, kubelet_will_start, prewarm_kubelet
 from pykubeadm.workflow import Runner
 
 if TYPE_CHECKING:
@@ -73,11 +73,6 @@ def build_join_data(state: CliState, flags: dict[str, Any], out: Any = click.ech
         ignore_preflight_errors=frozenset(ignore),
         patches_dir=Path(patches) if patches else None,
     )
-
-
-def _prewarm_kubelet(state: CliState, flags: dict[str, Any]) -> None:
-    if not flags.get("dry-run") and "kubelet-start" not in flags.get("skip-phases", ()):
-        prewarm_kubelet(Layout(root=state.root_dir))
 
 
 def _flags(params: dict[str, Any], ctx: click.Context) -> dict[str, Any]:
@@ -155,10 +150,11 @@ def command(ctx: click.Context, **params: Any) -> None:
     state = ctx.find_object(CliState)
     assert state is not None
     flags = _flags(dict(params), ctx)
-    _prewarm_kubelet(state, flags)
+    if kubelet_will_start(bool(flags.get("dry-run")), flags.get("skip-phases", ())):
+        prewarm_kubelet(Layout(root=state.root_dir))
     runner = Runner(_join_phases(), lambda: build_join_data(state, flags))
     skip = list(flags.get("skip-phases", ())) or list(runner.data.cfg.skip_phases)
-    if runner.data.dry_run or "kubelet-start" in skip:
+    if not kubelet_will_start(runner.data.dry_run, skip):  # the config file said so
         discard_prewarmed_kubelets()
     data = runner.run(skip)
     if data.control_plane:

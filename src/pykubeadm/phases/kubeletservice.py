@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from pykubeadm import constants as c
@@ -36,6 +37,7 @@ __all__ = [
     "kubelet_args",
     "kubelet_command",
     "kubelet_pid",
+    "kubelet_will_start",
     "prewarm_kubelet",
     "start_kubelet",
     "stop_kubelet",
@@ -90,6 +92,11 @@ def kubelet_command(layout: Layout) -> list[str]:
 
 def _child_env(layout: Layout) -> dict[str, str]:
     return {**os.environ, c.ROOT_DIR_ENV: str(layout.root)}
+
+
+def kubelet_will_start(dry_run: bool, skip_phases: Iterable[str]) -> bool:
+    """Whether an init or join run reaches kubelet-start (and so wants a warm kubelet)."""
+    return not dry_run and "kubelet-start" not in skip_phases
 
 
 def prewarm_kubelet(layout: Layout) -> None:

@@ -101,6 +101,9 @@ class Store:
         if len(self._recent) > _RECENT_MAX:
             self._recent.popitem(last=False)
 
+    def _forget(self, key: str) -> None:
+        self._recent.pop(key, None)
+
     # --- keys and codec -------------------------------------------------------------------------------------------
 
     def key(self, namespace: str, name: str) -> str:
@@ -313,9 +316,12 @@ class Store:
         hint = None if ctx.dry_run else self._recent.get(key)
         for _ in range(16):
             cached = hint is not None
-            kv, hint = (hint, None) if cached else (await self._backend_get(key), None)
+            if hint is not None:
+                kv, hint = hint, None
+            else:
+                kv = await self._backend_get(key)
             if kv is None:
-                self._recent.pop(key, None)
+                self._forget(key)
                 if not (create_if_missing or self.strategy.allow_create_on_update) or subresource:
                     raise self._nf(name)
                 new = transform(None)
@@ -368,19 +374,19 @@ class Store:
                 return new, False
             try:
                 if deleting:
-                    self._recent.pop(key, None)
+                    self._forget(key)
                     dkv = await self.backend.delete(key, kv.mod_revision)
                     new["metadata"]["resourceVersion"] = str(dkv.mod_revision)
                     return new, False
                 nkv = await self.backend.update(key, _dumps(new), kv.mod_revision)
             except si.ConflictError as e:
-                self._recent.pop(key, None)
+                self._forget(key)
                 if rv not in (None, ""):
                     raise self._conflict(name) from None
                 hint = e.current  # the state that won: retry against it without another read
                 continue
             except si.KeyNotFoundError:
-                self._recent.pop(key, None)
+                self._forget(key)
                 if cached:
                     continue
                 raise self._nf(name) from None
@@ -419,7 +425,7 @@ class Store:
     ) -> tuple[Obj, bool]:
         """Delete or, when finalizers remain, mark for deletion. Returns (object, removed_now)."""
         key = self.key(namespace, name)
-        self._recent.pop(key, None)
+        self._forget(key)
         for _ in range(16):
             kv = await self._backend_get(key)
             if kv is None:
