@@ -53,6 +53,7 @@ _KUBELET_SKELETON: dict[str, Any] = {
     "authorization": {"webhook": {"cacheAuthorizedTTL": "0s", "cacheUnauthorizedTTL": "0s"}},
     "containerRuntimeEndpoint": "",
     "cpuManagerReconcilePeriod": "0s",
+    "crashLoopBackOff": {},  # a struct field since v1.32: Go's encoder writes it even when empty
     "evictionPressureTransitionPeriod": "0s",
     "fileCheckFrequency": "0s",
     "httpCheckFrequency": "0s",

@@ -116,6 +116,7 @@ def build_etcd_pod(inputs: ClusterInputs, initial_cluster: Sequence[tuple[str, s
         "resources": resources("100m", "100Mi"),
         "startupProbe": startup_probe(host, "/readyz", port, scheme, inputs.health_check_timeout),
         "env": merge_env(local.extra_envs),
+        "volumeMounts": [m.volume_mount() for m in mounts],  # kubeadm's order: data, then certificates
     }
     annotations = {c.ANNOTATION_ETCD_ADVERTISE_CLIENT_URLS: client_url(inputs.advertise_address)}
     return component_pod(container, mounts, annotations)

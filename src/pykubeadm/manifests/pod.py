@@ -154,11 +154,12 @@ def resources(cpu: str, memory: str | None = None) -> dict[str, Any]:
 def component_pod(
     container: dict[str, Any], mounts: Iterable[Mount], annotations: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """kubeadm's ComponentPod: the static Pod around one container, volumes and mounts sorted by name."""
+    """kubeadm's ComponentPod: the static Pod around one container, volumes sorted by name; the container's mounts
+    sorted by name too unless it lists its own (kubeadm's etcd Pod mounts etcd-data before etcd-certs)."""
     by_name = {m.name: m for m in mounts}
     names = sorted(by_name)
     container = dict(container)
-    if names:
+    if names and "volumeMounts" not in container:
         container["volumeMounts"] = [by_name[n].volume_mount() for n in names]
     if not container.get("env"):
         container.pop("env", None)

@@ -50,6 +50,7 @@ def test_kubelet_config_defaults_and_user_overrides(caplog: pytest.LogCaptureFix
         "webhook": {"cacheAuthorizedTTL": "0s", "cacheUnauthorizedTTL": "0s"},
     }
     assert cfg["healthzBindAddress"] == "127.0.0.1" and cfg["healthzPort"] == 10248
+    assert cfg["crashLoopBackOff"] == {}  # v1.33's kubelet config.yaml carries the empty struct, as kubeadm writes it
     assert "resolvConf" not in cfg
     assert componentconfigs.default_kubelet_config(cluster_dns="10.96.0.10", systemd_resolved=True)["resolvConf"] == (
         "/run/systemd/resolve/resolv.conf"

@@ -74,9 +74,10 @@ def test_volumes_read_write() -> None:
         {"hostPath": {"path": "/etc/kubernetes/pki/etcd", "type": "DirectoryOrCreate"}, "name": "etcd-certs"},
         {"hostPath": {"path": "/data/etcd", "type": "DirectoryOrCreate"}, "name": "etcd-data"},
     ]
+    # kubeadm v1.33's etcd.yaml: volumes sorted by name, but the container mounts etcd-data before etcd-certs
     assert ctr(pod)["volumeMounts"] == [
-        {"mountPath": "/etc/kubernetes/pki/etcd", "name": "etcd-certs"},
         {"mountPath": "/data/etcd", "name": "etcd-data"},
+        {"mountPath": "/etc/kubernetes/pki/etcd", "name": "etcd-certs"},
     ]
     assert "--data-dir=/data/etcd" in ctr(pod)["command"]
 
