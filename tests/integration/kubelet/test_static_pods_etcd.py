@@ -73,7 +73,9 @@ def http_ok(url: str) -> bool:
 
 
 def etcd_pids(kubelet: KubeletProcess) -> list[int]:
-    return [p for p in children_of(kubelet.pid) if cmdline(p) and cmdline(p)[0].endswith("etcd")]
+    """The kubelet's etcd children, each judged on ONE read of its command line (it may change or vanish between
+    two reads: an exec in progress, an exit)."""
+    return [p for p in children_of(kubelet.pid) if (argv := cmdline(p)) and argv[0].endswith("etcd")]
 
 
 def test_static_etcd_lifecycle(tmp_path):
