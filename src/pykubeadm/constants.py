@@ -68,6 +68,8 @@ POD_LOG_DIR: Final = "/var/log/pods"
 PYKUBEADM_LIB_DIR: Final = "/var/lib/pykubeadm"
 PYKUBEADM_RUN_DIR: Final = "/var/run/pykubeadm"
 PYKUBEADM_LOG_DIR: Final = "/var/log/pykubeadm"
+#: pykubeadm's node configuration directory (built-in mode: the image map of the kubelet).
+PYKUBEADM_ETC_DIR: Final = "/etc/pykubeadm"
 #: Environment variables overriding dry-run directories.
 DRYRUN_DIR_ENV: Final[dict[str, str]] = {
     "init": "KUBEADM_INIT_DRYRUN_DIR",

@@ -135,6 +135,29 @@ class Layout:
         """kubelet-client-current.pem as written into kubelet.conf (node path)."""
         return f"{c.KUBELET_RUN_DIR}/{c.KUBELET_PKI_SUBDIR}/{c.KUBELET_CLIENT_CURRENT_FILE}"
 
+    @property
+    def kubelet_pods_dir(self) -> Path:
+        """/var/lib/kubelet/pods: one directory per Pod UID (volumes, container state files), as the real kubelet."""
+        return self.kubelet_dir / "pods"
+
+    def pod_dir(self, uid: str) -> Path:
+        return self.kubelet_pods_dir / uid
+
+    @staticmethod
+    def pod_volume_dir(pod_dir: Path, plugin: str, name: str) -> Path:
+        """A Pod volume's directory, `<pod dir>/volumes/<plugin>/<name>` (plugin e.g. `kubernetes.io~configmap`)."""
+        return pod_dir / "volumes" / plugin / name
+
+    @property
+    def native_cache_dir(self) -> Path:
+        """Where the kubelet builds its native helpers (pause, pod-sandbox) when scripts/setup.sh has not."""
+        return self.host(f"{c.PYKUBEADM_LIB_DIR}/native")
+
+    @property
+    def image_map_file(self) -> Path:
+        """The node's image map (built-in mode): image reference or repository → program argv."""
+        return self.host(f"{c.PYKUBEADM_ETC_DIR}/images.yaml")
+
     # --- etcd, logs, run state -------------------------------------------------------------------------------------
     def etcd_data_dir(self, data_dir: str = c.DEFAULT_ETCD_DATA_DIR) -> Path:
         return self.host(data_dir)

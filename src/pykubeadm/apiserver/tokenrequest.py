@@ -27,6 +27,11 @@ Obj = dict[str, Any]
 DEFAULT_SECONDS = 3600
 MIN_SECONDS = 600
 MAX_SECONDS = 48 * 3600  # --service-account-max-token-expiration is unset: kube caps at 48h for bound tokens
+#: The kubelet's kube-api-access tokens ask for this many seconds; bound to a Pod and for the API server's audiences,
+#: kube-apiserver (--service-account-extend-token-expiration, default true) signs them for a year and puts the
+#: requested expiry in a `warnafter` claim, while the answer still reports the requested expiry.
+WARN_ONLY_SECONDS = 3607
+EXTENDED_SECONDS = 365 * 24 * 3600
 
 
 def _b64(data: bytes) -> str:
@@ -34,7 +39,8 @@ def _b64(data: bytes) -> str:
 
 
 class TokenIssuer:
-    def __init__(self, key_file: Path, issuer: str, audiences: list[str]):
+    def __init__(self, key_file: Path, issuer: str, audiences: list[str], *, extend_expiration: bool = True):
+        self.extend_expiration = extend_expiration
         self.key = serialization.load_pem_private_key(key_file.read_bytes(), None)
         if isinstance(self.key, rsa.RSAPrivateKey):
             self.alg = "RS256"
@@ -61,10 +67,14 @@ class TokenIssuer:
         return signing_input + "." + _b64(sig)
 
     async def __call__(self, *, request: Any, kind: Any, body: Obj, user: Any) -> Obj:
-        from pykubeadm.apiserver.handlers.context import info_of, state_of
+        from pykubeadm.apiserver.handlers.context import admit_of, info_of, state_of
 
         info = info_of(request)
-        sa = await state_of(request).store("serviceaccounts").get(info.namespace, info.name)
+        sa_store = state_of(request).store("serviceaccounts")
+        admit = admit_of(request, sa_store)
+        if admit is not None:  # NodeRestriction: a node's token must be bound to a Pod on that node
+            await admit("CREATE", body, None)
+        sa = await sa_store.get(info.namespace, info.name)
         spec = body.get("spec") or {}
         seconds = spec.get("expirationSeconds") or DEFAULT_SECONDS
         if not isinstance(seconds, int) or seconds < MIN_SECONDS:
@@ -100,12 +110,30 @@ class TokenIssuer:
             )
             if ref.get("uid") and ref["uid"] != target["metadata"].get("uid"):
                 raise st.conflict(
-                    resource, "", ref.get("name", ""), "the UID in the bound object reference does not match"
+                    kind_,
+                    "",
+                    ref.get("name", ""),
+                    f"the UID in the bound object reference ({ref['uid']}) does not match the UID in record. "
+                    "The object might have been deleted and then recreated",
+                )
+            if kind_ == "Pod" and (target.get("spec") or {}).get("serviceAccountName") != info.name:
+                raise st.bad_request(
+                    f'cannot bind token for serviceaccount "{info.name}" to pod running with different serviceaccount '
+                    "name."
                 )
             k8s[kind_.lower()] = {"name": ref.get("name", ""), "uid": target["metadata"].get("uid", "")}
+        signed_seconds = seconds
+        if (
+            self.extend_expiration
+            and "pod" in k8s
+            and seconds == WARN_ONLY_SECONDS
+            and set(audiences) <= set(self.audiences)
+        ):
+            k8s["warnafter"] = now + seconds
+            signed_seconds = EXTENDED_SECONDS
         claims = {
             "aud": audiences,
-            "exp": now + seconds,
+            "exp": now + signed_seconds,
             "iat": now,
             "iss": self.issuer,
             "jti": str(uuid.uuid4()),

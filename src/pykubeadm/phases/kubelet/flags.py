@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pykubeadm.manifests.args import Arg, ArgLike, arguments_to_command, get_arg_value
+from pykubeadm.util.goquote import go_quote
 
 __all__ = ["build_kubelet_args", "env_file_content", "go_quote", "node_hostname", "taint_string"]
 
@@ -52,25 +53,6 @@ def build_kubelet_args(
     if effective_name != hostname:
         args.append(Arg("hostname-override", effective_name))
     return arguments_to_command(args, kubelet_extra_args)
-
-
-def go_quote(s: str) -> str:
-    """Go's `%q` of a string (double quotes, backslash escapes)."""
-    out = []
-    for ch in s:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif not ch.isprintable():
-            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
 
 
 def env_file_content(args: Sequence[str], variable: str = "KUBELET_KUBEADM_ARGS") -> str:

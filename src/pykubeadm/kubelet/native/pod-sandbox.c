@@ -1,0 +1,339 @@
+/*
+ * pod-sandbox: start one container process in its own mount, PID and UTS namespaces (the built-in runtime's runc).
+ *
+ *   pod-sandbox [-p] [-h HOSTNAME] [-w WORKDIR] [-b SRC DST]... [-r SRC DST]... -- PROGRAM [ARG]...
+ *
+ * The launcher unshares mount+PID+UTS, makes every mount private (nothing propagates to the host), bind-mounts each
+ * SRC at DST in the order given (-r: read-only), sets the hostname, and forks the program as PID 1 of the new PID
+ * namespace with a fresh /proc, in WORKDIR (default /). It stays as the program's parent, forwards termination signals to it and
+ * exits with its status (128+N when killed by signal N), so the caller sees one process per container.
+ *
+ * A DST that does not exist is created inside the namespace only: the deepest existing ancestor directory is covered
+ * with an overlay (the directory itself as the lower layer, a private tmpfs as the upper), the mounts below it are
+ * re-attached from clones, and the missing directories (or an empty file for a file SRC) are made in the overlay.
+ * When that ancestor is "/", the overlay becomes the new root (pivot_root). Inside a DST already mounted here the
+ * missing entries are created in the volume, as container runtimes do. With -p the whole root is such an overlay from
+ * the start (a private writable layer: the program's writes outside its volumes and the host's other mounts stay in
+ * the namespace, in memory). Written for pykubeadm
+ * (pykubeadm.kubelet.sandbox); built by scripts/setup.sh or on first use.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#endif
+#ifndef SYS_move_mount
+#define SYS_move_mount 429
+#endif
+
+#define MAX_MOUNTS 256
+#define EXIT_SETUP 127
+
+struct bind {
+    const char *src, *dst;
+    int ro;
+    int fd;     /* a detached clone of src, taken before any overlay changes what paths resolve to */
+    int is_dir;
+};
+
+static const char *scratch = "/proc"; /* mount point of the private tmpfs holding overlay upper dirs */
+static int scratch_mounted;
+static int scratch_seq;
+static int proc_fd = -1; /* the host /proc, for mountinfo once /proc is covered */
+static char *covered[MAX_MOUNTS * 2];
+static int ncovered;
+static pid_t child_pid;
+
+static void fail(const char *what, const char *path) {
+    fprintf(stderr, "pod-sandbox: %s %s: %s\n", what, path ? path : "", strerror(errno));
+    exit(EXIT_SETUP);
+}
+
+static int is_under(const char *path, const char *dir) {
+    size_t n = strlen(dir);
+    if (strcmp(dir, "/") == 0) return 1;
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+static void add_covered(const char *path) {
+    char real[PATH_MAX];
+    if (realpath(path, real) && ncovered < (int)(sizeof covered / sizeof covered[0])) covered[ncovered++] = strdup(real);
+}
+
+/* Undo mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape(char *s) {
+    char *out = s;
+    for (char *in = s; *in; in++) {
+        if (in[0] == '\\' && in[1] >= '0' && in[1] <= '7' && in[2] && in[3]) {
+            *out++ = (char)(((in[1] - '0') << 6) | ((in[2] - '0') << 3) | (in[3] - '0'));
+            in += 3;
+        } else {
+            *out++ = *in;
+        }
+    }
+    *out = '\0';
+}
+
+/* Mount points strictly below `dir`, outermost only (a recursive clone carries the ones inside them). */
+static int submounts(const char *dir, char **out, int max) {
+    int fd = openat(proc_fd, "self/mountinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail("open", "/proc/self/mountinfo");
+    FILE *f = fdopen(fd, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    int n = 0;
+    while (getline(&line, &cap, f) > 0) {
+        char *save = NULL, *field = strtok_r(line, " ", &save);
+        for (int i = 0; field && i < 4; i++) field = strtok_r(NULL, " ", &save);
+        if (!field) continue;
+        unescape(field);
+        if (strcmp(field, dir) == 0 || !is_under(field, dir)) continue;
+        int skip = 0;
+        for (int i = 0; i < n && !skip; i++) {
+            if (is_under(field, out[i])) skip = 1;
+        }
+        if (skip) continue;
+        for (int i = 0; i < n;) { /* drop entries inside this one */
+            if (is_under(out[i], field)) {
+                free(out[i]);
+                out[i] = out[--n];
+            } else {
+                i++;
+            }
+        }
+        if (n < max) out[n++] = strdup(field);
+    }
+    free(line);
+    fclose(f);
+    return n;
+}
+
+static void mount_scratch(void) {
+    if (scratch_mounted) return;
+    if (mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0) fail("mount tmpfs on", scratch);
+    scratch_mounted = 1;
+}
+
+/* Cover directory `dir` with an overlay whose upper layer is private, keeping the mounts below it. */
+static void overlay(const char *dir) {
+    char *subs[MAX_MOUNTS];
+    int fds[MAX_MOUNTS];
+    int n = submounts(dir, subs, MAX_MOUNTS);
+    for (int i = 0; i < n; i++) {
+        fds[i] = (int)syscall(SYS_open_tree, AT_FDCWD, subs[i], OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE);
+    }
+    mount_scratch();
+    int seq = ++scratch_seq;
+    char upper[64], work[64], root[64], opts[PATH_MAX + 160], target[PATH_MAX];
+    snprintf(upper, sizeof upper, "%s/u%d", scratch, seq);
+    snprintf(work, sizeof work, "%s/w%d", scratch, seq);
+    snprintf(root, sizeof root, "%s/r%d", scratch, seq);
+    if (mkdir(upper, 0755) < 0 || mkdir(work, 0700) < 0) fail("mkdir", upper);
+    if (strchr(dir, ',') || strchr(dir, ':')) {
+        errno = EINVAL;
+        fail("cannot overlay a path with ',' or ':'", dir);
+    }
+    snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s,workdir=%s", dir, upper, work);
+    int new_root = strcmp(dir, "/") == 0;
+    const char *at = dir;
+    if (new_root) {
+        if (mkdir(root, 0755) < 0) fail("mkdir", root);
+        at = root;
+    }
+    if (mount("overlay", at, "overlay", 0, opts) < 0) fail("mount overlay on", dir);
+    for (int i = 0; i < n; i++) {
+        if (fds[i] >= 0) {
+            snprintf(target, sizeof target, "%s%s", new_root ? root : "", subs[i]);
+            if (syscall(SYS_move_mount, fds[i], "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+                fail("re-attach mount", subs[i]);
+            }
+            close(fds[i]);
+        }
+        free(subs[i]);
+    }
+    if (new_root) {
+        if (chdir(root) < 0) fail("chdir", root);
+        if (syscall(SYS_pivot_root, ".", ".") < 0) fail("pivot_root", root);
+        if (umount2(".", MNT_DETACH) < 0) fail("detach old root", "/");
+        if (chdir("/") < 0) fail("chdir", "/");
+        scratch_mounted = 0; /* it went with the old root; the overlay keeps its upper dir alive */
+        for (int i = 0; i < ncovered; i++) free(covered[i]);
+        ncovered = 0;
+    }
+    add_covered(new_root ? "/" : dir);
+}
+
+static void make_missing(const char *path, int want_dir) {
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST) fail("mkdir", buf);
+        *p = '/';
+    }
+    if (want_dir) {
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST) fail("mkdir", buf);
+    } else {
+        int fd = open(buf, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        if (fd < 0) fail("create", buf);
+        close(fd);
+    }
+}
+
+/* Make `path` exist inside this mount namespace only. */
+static void ensure_target(const char *path, int want_dir) {
+    struct stat st;
+    if (stat(path, &st) == 0) return;
+    char anc[PATH_MAX], real[PATH_MAX];
+    snprintf(anc, sizeof anc, "%s", path);
+    for (;;) {
+        char *slash = strrchr(anc, '/');
+        if (!slash) break;
+        if (slash == anc) {
+            anc[1] = '\0';
+            break;
+        }
+        *slash = '\0';
+        if (stat(anc, &st) == 0) break;
+    }
+    if (!realpath(anc, real)) fail("resolve", anc);
+    int inside = 0;
+    for (int i = 0; i < ncovered && !inside; i++) inside = is_under(real, covered[i]);
+    if (!inside) {
+        if (is_under(real, scratch) && strcmp(real, "/") != 0) {
+            errno = EINVAL;
+            fail("cannot create a mount point under", scratch);
+        }
+        overlay(real);
+    }
+    make_missing(path, want_dir);
+}
+
+/* Capture every source as it is on the host: after "/" is overlaid, a path would resolve into the overlay. */
+static void clone_source(struct bind *b) {
+    struct stat st;
+    b->fd = (int)syscall(SYS_open_tree, AT_FDCWD, b->src, OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE);
+    if (b->fd < 0) fail("open", b->src);
+    if (fstat(b->fd, &st) < 0) fail("stat", b->src);
+    b->is_dir = S_ISDIR(st.st_mode);
+}
+
+static void bind(const struct bind *b) {
+    ensure_target(b->dst, b->is_dir);
+    if (syscall(SYS_move_mount, b->fd, "", AT_FDCWD, b->dst, MOVE_MOUNT_F_EMPTY_PATH) < 0) fail("bind-mount", b->dst);
+    close(b->fd);
+    if (b->ro) {
+        struct statvfs vfs;
+        unsigned long keep = 0;
+        if (statvfs(b->dst, &vfs) == 0) {
+            keep = vfs.f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME);
+        }
+        if (mount(NULL, b->dst, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, NULL) < 0) fail("remount ro", b->dst);
+    }
+    add_covered(b->dst);
+}
+
+static void forward(int sig) {
+    if (child_pid > 0) kill(child_pid, sig);
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: pod-sandbox [-p] [-h HOSTNAME] [-w WORKDIR] [-b|-r SRC DST]... -- PROGRAM [ARG]...\n");
+    exit(2);
+}
+
+int main(int argc, char **argv) {
+    static struct bind binds[MAX_MOUNTS];
+    int nbinds = 0, i = 1, private_root = 0;
+    const char *hostname = NULL, *workdir = NULL;
+    for (; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            i++;
+            break;
+        } else if (strcmp(argv[i], "-p") == 0) {
+            private_root = 1;
+        } else if (strcmp(argv[i], "-h") == 0 && i + 1 < argc) {
+            hostname = argv[++i];
+        } else if (strcmp(argv[i], "-w") == 0 && i + 1 < argc) {
+            workdir = argv[++i];
+        } else if ((strcmp(argv[i], "-b") == 0 || strcmp(argv[i], "-r") == 0) && i + 2 < argc && nbinds < MAX_MOUNTS) {
+            binds[nbinds].ro = argv[i][1] == 'r';
+            binds[nbinds].src = argv[i + 1];
+            binds[nbinds].dst = argv[i + 2];
+            if (binds[nbinds].dst[0] != '/') usage();
+            nbinds++;
+            i += 2;
+        } else {
+            usage();
+        }
+    }
+    if (i >= argc) usage();
+    char **prog = argv + i;
+
+    if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS) < 0) fail("unshare", "mount+pid+uts");
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) fail("make private", "/");
+    proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (proc_fd < 0) fail("open", "/proc");
+    if (hostname && sethostname(hostname, strlen(hostname)) < 0) fail("sethostname", hostname);
+    for (int k = 0; k < nbinds; k++) clone_source(&binds[k]);
+    if (private_root) overlay("/");
+    for (int k = 0; k < nbinds; k++) bind(&binds[k]);
+    if (workdir) ensure_target(workdir, 1);
+    if (scratch_mounted && umount2(scratch, MNT_DETACH) < 0) fail("detach", scratch);
+    if (chdir(workdir ? workdir : "/") < 0) fail("chdir", workdir ? workdir : "/");
+
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    child_pid = fork();
+    if (child_pid < 0) fail("fork", "");
+    if (child_pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        close(proc_fd);
+        if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) fail("mount", "/proc");
+        for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        execvp(prog[0], prog);
+        fprintf(stderr, "pod-sandbox: exec: \"%s\": %s\n", prog[0], strerror(errno));
+        _exit(errno == ENOENT ? 127 : 126);
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward;
+    int fwd[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+    for (unsigned k = 0; k < sizeof fwd / sizeof fwd[0]; k++) sigaction(fwd[k], &sa, NULL);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    int status;
+    for (;;) {
+        pid_t r = waitpid(child_pid, &status, 0);
+        if (r == child_pid) break;
+        if (r < 0 && errno != EINTR) fail("wait", "");
+    }
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
