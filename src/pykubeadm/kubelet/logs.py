@@ -90,7 +90,9 @@ def container_logs_handler(locate: LogLocator) -> Callable[[web.Request], object
                     continue
                 if not follow or previous:
                     break
-                await asyncio.sleep(_FOLLOW_POLL)  # the client going away cancels us here
+                if request.transport is None or request.transport.is_closing():
+                    return resp  # the client went away (aiohttp does not cancel the handler)
+                await asyncio.sleep(_FOLLOW_POLL)
         await resp.write_eof()
         return resp
 

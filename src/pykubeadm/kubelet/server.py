@@ -4,7 +4,9 @@ Authentication: a client certificate verified against `authentication.x509.clien
 else a bearer token checked by TokenReview (webhook), else `system:anonymous` if anonymous auth is enabled, else 401.
 Authorisation (mode Webhook) asks the API with a SubjectAccessReview, as the real kubelet does: resource `nodes`,
 name = node, subresource by path (`/pods`, `/healthz` and others → `proxy`; `/stats` → `stats`; `/metrics` →
-`metrics`; `/logs` → `log`; `/spec` → `spec`), verb from the method. Served paths: /healthz, /pods, /runningpods/, /containerLogs/{namespace}/{pod}/{container} (kubelet/logs.py).
+`metrics`; `/logs` → `log`; `/spec` → `spec`), verb from the method. Served paths: /healthz, /pods, /runningpods/,
+/containerLogs/{namespace}/{pod}/{container} (kubelet/logs.py), and with a container locator the streaming API:
+/exec, /attach, /portForward (kubelet/streaming/; nodes/proxy, `create` for SPDY's POST, `get` for WebSocket's GET).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from pykubeadm.kubelet.logs import LogLocator, container_logs_handler
+from pykubeadm.kubelet.streaming import ContainerLocator, ContainerRef, add_streaming_routes
 
 __all__ = ["KubeletServer", "healthz_app", "subresource_for"]
 
@@ -61,6 +64,7 @@ class KubeletServer:
         client: Callable[[], Any],
         pods: Callable[[], list[dict[str, Any]]],
         logs: LogLocator | None = None,
+        containers: ContainerLocator | None = None,
         anonymous: bool,
         webhook_authn: bool,
         authorization_mode: str,
@@ -69,6 +73,7 @@ class KubeletServer:
         self.client = client
         self.pods = pods
         self.logs = logs
+        self.containers = containers
         self.anonymous = anonymous
         self.webhook_authn = webhook_authn
         self.authorization_mode = authorization_mode
@@ -81,7 +86,23 @@ class KubeletServer:
         app.router.add_get("/runningpods/", self._pods)
         if self.logs is not None:
             app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs_handler(self.logs))
+        if self.containers is not None:
+            add_streaming_routes(app.router, self._locate_container)
         return app
+
+    def _locate_container(self, namespace: str, pod: str, container: str) -> ContainerRef | str:
+        """The locator, where container "" (port-forward) means the Pod's first container."""
+        assert self.containers is not None
+        if not container:
+            for item in self.pods():
+                meta = item.get("metadata") or {}
+                if meta.get("namespace") == namespace and meta.get("name") == pod:
+                    names = [c.get("name", "") for c in (item.get("spec") or {}).get("containers") or []]
+                    container = names[0] if names else ""
+                    break
+            else:
+                return f'pod "{pod}" in namespace "{namespace}" not found'
+        return self.containers(namespace, pod, container)
 
     async def _healthz(self, _: web.Request) -> web.Response:
         return web.Response(text="ok")

@@ -10,6 +10,8 @@ as text/plain (chunked while following). Redirects from the kubelet are refused,
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ssl
 from pathlib import Path
 from typing import Any
@@ -22,12 +24,13 @@ from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.handlers.context import info_of, state_of
 from pykubeadm.apiserver.registry import Store
 
-__all__ = ["KubeletClient", "pod_log"]
+__all__ = ["KubeletClient", "kubelet_endpoint", "pod_container", "pod_log"]
 
 _ADDRESS_TYPES = ("InternalIP", "ExternalIP", "Hostname")
 _PASSED_PARAMS = ("follow", "previous", "timestamps", "tailLines", "limitBytes", "sinceSeconds", "sinceTime")
 _REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound"}
 _INT_PARAMS = {"tailLines": 0, "limitBytes": 1, "sinceSeconds": 1}  # name → minimum
+_CLIENT_POLL = 0.5  # how often a following stream checks that its client is still there
 
 
 class KubeletClient:
@@ -42,7 +45,8 @@ class KubeletClient:
         self.ssl = ctx
 
 
-def _container(pod: dict[str, Any], requested: str) -> str:
+def pod_container(pod: dict[str, Any], requested: str) -> str:
+    """The `container` query parameter checked against the Pod, or its only container (also pods/exec, attach)."""
     name = pod["metadata"]["name"]
     containers = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
     if requested:
@@ -54,7 +58,8 @@ def _container(pod: dict[str, Any], requested: str) -> str:
     raise st.bad_request(f"a container name must be specified for pod {name}, choose one of: [{' '.join(containers)}]")
 
 
-def _kubelet_endpoint(node: dict[str, Any]) -> tuple[str, int]:
+def kubelet_endpoint(node: dict[str, Any]) -> tuple[str, int]:
+    """(address, port) of a Node's kubelet: the preferred address type first, the port the Node reports."""
     status = node.get("status") or {}
     addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
     host = next((addresses[t] for t in _ADDRESS_TYPES if addresses.get(t)), "")
@@ -87,17 +92,41 @@ def _query(request: web.Request) -> dict[str, str]:
     return out
 
 
+async def _copy_until_client_leaves(
+    request: web.Request, upstream: aiohttp.ClientResponse, resp: web.StreamResponse
+) -> bool:
+    """Stream the kubelet's answer; stop (and so close the kubelet connection) when the client goes away, which
+    aiohttp does not tell the handler (a quiet `logs -f` would otherwise hold both connections forever)."""
+
+    async def copy() -> None:
+        async for chunk in upstream.content.iter_any():
+            await resp.write(chunk)
+
+    task = asyncio.ensure_future(copy())
+    try:
+        while not task.done():
+            await asyncio.wait([task], timeout=_CLIENT_POLL)
+            if request.transport is None or request.transport.is_closing():
+                return False
+        task.result()
+        return True
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+            await task
+
+
 async def pod_log(request: web.Request, store: Store) -> web.StreamResponse:
     info = info_of(request)
     state = state_of(request)
     pod = await store.get(info.namespace, info.name)
-    container = _container(pod, request.query.get("container", ""))
+    container = pod_container(pod, request.query.get("container", ""))
     params = _query(request)
     node_name = (pod.get("spec") or {}).get("nodeName") or ""
     if not node_name:
         raise st.bad_request(f"pod {info.name} does not have a host assigned")
     node = await state.store("nodes").get("", node_name)
-    host, port = _kubelet_endpoint(node)
+    host, port = kubelet_endpoint(node)
     path = "/containerLogs/" + "/".join(quote(p, safe="") for p in (info.namespace, info.name, container))
     url = f"https://{host}:{port}{path}" + (f"?{urlencode(params)}" if params else "")
     client = state.kubelet_client or KubeletClient(None, None)
@@ -116,9 +145,8 @@ async def pod_log(request: web.Request, store: Store) -> web.StreamResponse:
                 raise st.ApiError(code, _REASONS.get(code, ""), text)
             resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
             await resp.prepare(request)
-            async for chunk in upstream.content.iter_any():
-                await resp.write(chunk)
-            await resp.write_eof()
+            if await _copy_until_client_leaves(request, upstream, resp):
+                await resp.write_eof()
             return resp
     except aiohttp.ClientError as e:
         raise st.ApiError(500, "", f'Get "{url}": {e}') from None

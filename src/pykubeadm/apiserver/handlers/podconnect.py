@@ -1,0 +1,178 @@
+"""pods/exec, pods/attach, pods/portforward: the API server's upgrade-aware proxy to the kubelet of the Pod's node.
+
+Like kube-apiserver: RBAC has authorized the verb of the method (POST → create for SPDY, GET → get for WebSocket);
+a WebSocket upgrade must also be allowed to `create` the subresource (kube-apiserver's
+AuthorizePodWebsocketUpgradeCreatePermission, so a GET cannot do what a POST may not). The Pod's container is
+checked, its node's kubelet is found as for pods/log (`podlog.kubelet_endpoint`), and the request is re-issued to
+`/exec|/attach/{ns}/{pod}/{container}` or `/portForward/{ns}/{pod}` with the kubelet's parameters (input, output,
+error, tty, command) as the apiserver-kubelet-client. A `101 Switching Protocols` is passed back and the bytes are
+spliced both ways, so every protocol the kubelet speaks (WebSocket channels, SPDY, SPDY tunnelled in WebSocket)
+passes unchanged; any other answer is returned as it came (kubectl prints it), redirects are refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from aiohttp import web
+
+from pykubeadm.apiserver import status as st
+from pykubeadm.apiserver.authz.attributes import Decision
+from pykubeadm.apiserver.handlers.context import info_of, state_of, user_of
+from pykubeadm.apiserver.handlers.podlog import KubeletClient, kubelet_endpoint, pod_container
+from pykubeadm.apiserver.middleware.authorization import attributes_of, forbidden_error
+from pykubeadm.apiserver.registry import Store
+from pykubeadm.util.httpupgrade import splice, switch_protocols
+
+__all__ = ["CONNECT_SUBRESOURCES", "pod_connect"]
+
+#: Subresource → the kubelet's path segment.
+CONNECT_SUBRESOURCES = {"exec": "exec", "attach": "attach", "portforward": "portForward"}
+
+#: Request headers the upgrade needs on the kubelet's side (everything else, credentials first, stays here).
+_FORWARDED = (
+    "upgrade",
+    "connection",
+    "x-stream-protocol-version",
+    "user-agent",
+    "sec-websocket-key",
+    "sec-websocket-version",
+    "sec-websocket-protocol",
+    "sec-websocket-extensions",
+)
+#: Response headers of the kubelet's 101 passed to the client.
+_RETURNED = ("upgrade", "connection", "x-stream-protocol-version", "sec-websocket-accept", "sec-websocket-protocol")
+_STREAM_PARAMS = (("stdin", "input"), ("stdout", "output"), ("stderr", "error"), ("tty", "tty"))
+_HEAD_LIMIT = 64 * 1024
+
+
+def _true(value: str | None) -> bool:
+    return (value or "").lower() in ("1", "true", "t")
+
+
+def _kubelet_query(request: web.Request, sub: str) -> list[tuple[str, str]]:
+    """PodExecOptions/PodAttachOptions/PodPortForwardOptions → the kubelet's query (kube's streamParams)."""
+    query = request.query
+    if sub == "portforward":
+        return [("port", p.strip()) for value in query.getall("ports", []) for p in value.split(",") if p.strip()]
+    params = [(kubelet, "1") for ours, kubelet in _STREAM_PARAMS if _true(query.get(ours))]
+    if sub == "exec":
+        params += [("command", c) for c in query.getall("command", [])]
+    return params
+
+
+def _is_upgrade(request: web.Request) -> bool:
+    tokens = {t.strip().lower() for t in request.headers.get("Connection", "").split(",")}
+    return "upgrade" in tokens and bool(request.headers.get("Upgrade"))
+
+
+async def _authorize_websocket_create(request: web.Request) -> None:
+    if request.headers.get("Upgrade", "").lower() != "websocket" or info_of(request).verb == "create":
+        return
+    attrs = dataclasses.replace(attributes_of(info_of(request), user_of(request), request.query), verb="create")
+    decision, reason = await state_of(request).authorizer(attrs)
+    if decision != Decision.ALLOW:
+        raise forbidden_error(attrs, reason)
+
+
+def _validate(pod: dict[str, Any], sub: str, request: web.Request) -> str:
+    """The container (exec/attach) after the checks kube-apiserver's options validation makes."""
+    if sub == "portforward":
+        return ""
+    container = pod_container(pod, request.query.get("container", ""))
+    q = request.query
+    if sub == "exec" and not q.getall("command", []):
+        raise st.bad_request("you must specify at least 1 command")
+    if not any(_true(q.get(n)) for n in ("stdin", "stdout", "stderr")):
+        raise st.bad_request("you must specify at least 1 of stdin, stdout, stderr")
+    return container
+
+
+async def pod_connect(request: web.Request, store: Store) -> web.StreamResponse:
+    info = info_of(request)
+    sub = info.subresource
+    if info.verb not in ("get", "create"):
+        raise st.method_not_allowed()
+    await _authorize_websocket_create(request)
+    state = state_of(request)
+    pod = await store.get(info.namespace, info.name)
+    container = _validate(pod, sub, request)
+    node_name = (pod.get("spec") or {}).get("nodeName") or ""
+    if not node_name:
+        raise st.bad_request(f"pod {info.name} does not have a host assigned")
+    if not _is_upgrade(request):
+        raise st.bad_request("Upgrade request required")
+    host, port = kubelet_endpoint(await state.store("nodes").get("", node_name))
+    parts = [info.namespace, info.name] + ([container] if container else [])
+    path = f"/{CONNECT_SUBRESOURCES[sub]}/" + "/".join(quote(p, safe="") for p in parts)
+    query = _kubelet_query(request, sub)
+    target = path + (f"?{urlencode(query)}" if query else "")
+    client = state.kubelet_client or KubeletClient(None, None)
+    url = f"https://{host}:{port}{target}"
+    try:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(host, port, ssl=client.ssl, server_hostname=host), 10
+        )
+    except (OSError, TimeoutError) as e:
+        raise st.ApiError(500, "", f"error dialing backend: {e}") from None
+    try:
+        head = [f"{request.method} {target} HTTP/1.1", f"Host: {host}:{port}", "Content-Length: 0"]
+        head += [f"{k}: {v}" for k, v in request.headers.items() if k.lower() in _FORWARDED]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        await writer.drain()
+        status, headers = await _read_head(reader)
+        if status != 101:
+            return await _not_upgraded(reader, status, headers, url)
+        back = {k: v for k, v in headers if k.lower() in _RETURNED}
+        resp, conn = await switch_protocols(request, back)
+
+        async def to_kubelet(data: bytes) -> None:
+            writer.write(data)
+            await writer.drain()
+
+        async def from_kubelet() -> bytes:
+            return await reader.read(64 * 1024)
+
+        await splice(conn.read, conn.write, from_kubelet, to_kubelet)
+        conn.close()
+        return resp
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError) as e:
+        raise st.ApiError(500, "", f"error proxying to {url}: {e}") from None
+    finally:
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
+
+
+async def _read_head(reader: asyncio.StreamReader) -> tuple[int, list[tuple[str, str]]]:
+    raw = await reader.readuntil(b"\r\n\r\n")
+    if len(raw) > _HEAD_LIMIT:
+        raise ValueError("response head too large")
+    lines = raw.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ", 2)[1])
+    headers = []
+    for line in lines[1:]:
+        if ":" in line:
+            k, v = line.split(":", 1)
+            headers.append((k.strip(), v.strip()))
+    return status, headers
+
+
+async def _not_upgraded(
+    reader: asyncio.StreamReader, status: int, headers: list[tuple[str, str]], url: str
+) -> web.Response:
+    """The kubelet refused the upgrade: its answer goes back as it is (kubectl shows the text); redirects never."""
+    if 300 <= status < 400:
+        raise st.ApiError(500, "", f'Get "{url}": redirects are not followed (kubelet answered {status})')
+    length = next((int(v) for k, v in headers if k.lower() == "content-length" and v.isdigit()), None)
+    body = b""
+    with contextlib.suppress(asyncio.IncompleteReadError, TimeoutError):
+        body = await asyncio.wait_for(
+            reader.readexactly(min(length, _HEAD_LIMIT)) if length is not None else reader.read(_HEAD_LIMIT), 10
+        )
+    ctype = next((v for k, v in headers if k.lower() == "content-type"), "text/plain; charset=utf-8")
+    return web.Response(status=status, body=body, headers={"Content-Type": ctype})

@@ -1,0 +1,329 @@
+"""exec and attach, independent of the wire: run a command in a container (pipes or a pty) or follow its main process.
+
+The transports (WebSocket channels in `wsserve.py`, SPDY streams in `spdyserve.py`) hand over a `StreamIO` and send the
+returned Status on the error channel, as the kubelet does: `Success`, or `Failure` with reason `NonZeroExitCode` and
+an `ExitCode` cause (kubectl prints `command terminated with exit code N` and exits with N).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import os
+import pty
+import struct
+import termios
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pykubeadm.kubelet.streaming.container import ContainerRef
+
+__all__ = [
+    "StreamIO",
+    "StreamOptions",
+    "exit_status",
+    "failure_status",
+    "run_attach",
+    "run_exec",
+    "success_status",
+]
+
+_CHUNK = 32 * 1024
+_ATTACH_POLL = 0.2
+_FIRST_SIZE_WAIT = 1.0
+
+Reader = Callable[[], Awaitable[bytes]]
+Writer = Callable[[bytes], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """The kubelet's query parameters `input`, `output`, `error`, `tty` (and `command` for exec)."""
+
+    stdin: bool
+    stdout: bool
+    stderr: bool
+    tty: bool
+    command: tuple[str, ...] = ()
+
+    @classmethod
+    def from_query(cls, query: Any) -> StreamOptions:
+        def flag(*names: str) -> bool:
+            return any(query.get(n, "").lower() in ("1", "true") for n in names)
+
+        tty = flag("tty")
+        return cls(
+            stdin=flag("input", "stdin"),
+            stdout=flag("output", "stdout"),
+            stderr=flag("error", "stderr") and not tty,  # a terminal merges stderr into stdout
+            tty=tty,
+            command=tuple(query.getall("command", [])),
+        )
+
+
+@dataclass
+class StreamIO:
+    """The client's side, as the transport offers it: stdin (b"" at EOF), stdout/stderr writers, terminal sizes."""
+
+    stdout: Writer | None = None
+    stderr: Writer | None = None
+    stdin: Reader | None = None
+    resizes: asyncio.Queue[tuple[int, int]] = field(default_factory=asyncio.Queue)  # (width, height)
+
+
+def success_status() -> dict[str, Any]:
+    return {"metadata": {}, "status": "Success"}
+
+
+def failure_status(message: str, reason: str = "InternalError", code: int = 500) -> dict[str, Any]:
+    return {"metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}
+
+
+def exit_status(command: Sequence[str], code: int) -> dict[str, Any]:
+    """The Status of a finished command: Success for 0, else NonZeroExitCode with the code as an ExitCode cause."""
+    if code == 0:
+        return success_status()
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": f"command terminated with non-zero exit code: command '{' '.join(command)}' exited with {code}: ",
+        "reason": "NonZeroExitCode",
+        "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
+    }
+
+
+def _exit_code(returncode: int) -> int:
+    return returncode if returncode >= 0 else 128 - returncode  # killed by signal N: 128+N, as runtimes report
+
+
+def _set_controlling_tty() -> None:  # pragma: no cover - runs in the child between fork and exec
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def _resize(fd: int, width: int, height: int) -> None:
+    with contextlib.suppress(OSError):
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+
+
+async def _copy_in(read: Reader, write: Callable[[bytes], Any], done: Callable[[], Any]) -> None:
+    with contextlib.suppress(ConnectionError, OSError):
+        while data := await read():
+            await write(data)
+    with contextlib.suppress(ConnectionError, OSError):
+        await done()
+
+
+def _wake(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
+
+
+async def _read_fd(fd: int) -> bytes:
+    """Read a non-blocking fd (a pty master) once it is readable; b"" at EIO/EOF (every slave closed)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            return os.read(fd, _CHUNK)
+        except BlockingIOError:
+            ready: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(fd, _wake, ready)
+            try:
+                await ready
+            finally:
+                loop.remove_reader(fd)
+        except OSError as e:
+            if e.errno == errno.EIO:
+                return b""
+            raise
+
+
+async def run_exec(ref: ContainerRef, opts: StreamOptions, io: StreamIO) -> dict[str, Any]:
+    """Run `opts.command` in the container, copying streams until it exits; returns the Status to report."""
+    argv = [*ref.enter_prefix, *opts.command]
+    if not opts.command:
+        return failure_status("Internal error occurred: error executing command in container: no command specified")
+    try:
+        if opts.tty:
+            return await _exec_tty(argv, ref, opts, io)
+        return await _exec_pipes(argv, ref, opts, io)
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
+        what = "executable file not found in $PATH" if isinstance(e, FileNotFoundError) else e.strerror
+        return failure_status(
+            "Internal error occurred: error executing command in container: failed to exec in container: "
+            f'exec: "{opts.command[0]}": {what}'
+        )
+
+
+async def _exec_pipes(argv: list[str], ref: ContainerRef, opts: StreamOptions, io: StreamIO) -> dict[str, Any]:
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE if opts.stdin and io.stdin else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE if io.stdout else asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE if io.stderr else asyncio.subprocess.DEVNULL,
+        env=dict(ref.env),
+        cwd=ref.cwd or None,
+        start_new_session=True,
+    )
+    tasks = []
+
+    async def copy_out(stream: asyncio.StreamReader, write: Writer) -> None:
+        while data := await stream.read(_CHUNK):
+            with contextlib.suppress(ConnectionError, OSError):
+                await write(data)
+
+    if proc.stdout is not None and io.stdout:
+        tasks.append(asyncio.ensure_future(copy_out(proc.stdout, io.stdout)))
+    if proc.stderr is not None and io.stderr:
+        tasks.append(asyncio.ensure_future(copy_out(proc.stderr, io.stderr)))
+    feeder = None
+    if proc.stdin is not None and io.stdin is not None:
+        stdin = proc.stdin
+
+        async def write_in(data: bytes) -> None:
+            stdin.write(data)
+            await stdin.drain()
+
+        async def close_in() -> None:
+            stdin.close()
+
+        feeder = asyncio.ensure_future(_copy_in(io.stdin, write_in, close_in))
+    try:
+        await asyncio.gather(*tasks)
+        code = await proc.wait()
+    finally:
+        if feeder is not None:
+            feeder.cancel()
+        if proc.returncode is None:  # the client went away: stop what it started
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)
+            await proc.wait()
+    return exit_status(opts.command, _exit_code(code))
+
+
+async def _exec_tty(argv: list[str], ref: ContainerRef, opts: StreamOptions, io: StreamIO) -> dict[str, Any]:
+    master, slave = pty.openpty()
+    try:
+        with contextlib.suppress(TimeoutError):  # the client sends its size first: start with it
+            width, height = await asyncio.wait_for(io.resizes.get(), _FIRST_SIZE_WAIT)
+            _resize(master, width, height)
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=dict(ref.env),
+            cwd=ref.cwd or None,
+            start_new_session=True,
+            preexec_fn=_set_controlling_tty,
+        )
+    except BaseException:
+        os.close(master)
+        raise
+    finally:
+        os.close(slave)
+    os.set_blocking(master, False)
+
+    async def copy_out() -> None:
+        while data := await _read_fd(master):
+            if io.stdout is not None:
+                with contextlib.suppress(ConnectionError, OSError):
+                    await io.stdout(data)
+
+    async def resizer() -> None:
+        while True:
+            width, height = await io.resizes.get()
+            _resize(master, width, height)
+
+    async def write_in(data: bytes) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, _write_all, master, data)
+
+    async def nothing() -> None:
+        return None
+
+    out = asyncio.ensure_future(copy_out())
+    side = [asyncio.ensure_future(resizer())]
+    if opts.stdin and io.stdin is not None:
+        side.append(asyncio.ensure_future(_copy_in(io.stdin, write_in, nothing)))
+    try:
+        code = await proc.wait()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(out, 2.0)  # what the command wrote last; a background child may hold the tty
+    finally:
+        for t in [out, *side]:
+            t.cancel()
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)
+            await proc.wait()
+        os.close(master)
+    return exit_status(opts.command, _exit_code(code))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except BlockingIOError:
+            import select
+
+            select.select([], [fd], [], 1.0)
+            continue
+        view = view[n:]
+
+
+def _alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def run_attach(ref: ContainerRef, opts: StreamOptions, io: StreamIO) -> dict[str, Any]:
+    """Follow the container's output from now on and feed its stdin, until its main process ends."""
+    feeder = None
+    if opts.stdin and io.stdin is not None:
+        target = ref.stdin
+
+        async def write_in(data: bytes) -> None:
+            if target is not None:
+                target.write(data)
+                await target.drain()
+
+        async def nothing() -> None:
+            return None
+
+        feeder = asyncio.ensure_future(_copy_in(io.stdin, write_in, nothing))
+    pid = ref.pid
+    try:
+        if ref.log_path is None:
+            while _alive(pid):
+                await asyncio.sleep(_ATTACH_POLL)
+            return success_status()
+        ref.log_path.parent.mkdir(parents=True, exist_ok=True)
+        ref.log_path.touch(exist_ok=True)
+        with ref.log_path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            while True:
+                data = f.read(_CHUNK)
+                if data:
+                    if io.stdout is not None:
+                        await io.stdout(data)
+                    continue
+                if not _alive(pid):
+                    break
+                await asyncio.sleep(_ATTACH_POLL)
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        if feeder is not None:
+            feeder.cancel()
+    return success_status()
