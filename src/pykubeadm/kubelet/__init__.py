@@ -7,10 +7,18 @@
     csr          keys, CSRs, CSR objects and names, waiting for issuance by watch
     certstore    kubelet-client/-server-<ts>.pem + -current.pem; self-signed kubelet.crt/key
     certmanager  TLS bootstrap (first rotation) and rotation at 70–90 % of the lifetime
-    node         Node registration, status, Lease heartbeat
-    runtime      image → program, container path → host path, process groups
-    probes       httpGet / tcpSocket probes
-    podworker    one static Pod's processes: probes, restart back-off, status
+    node         Node registration, status (capacity, maxPods, pressure), Lease heartbeat
+    runtime      control-plane images → programs, container path → host path, process groups
+    images       image → program: built-in map, the node's image map file, shell images, else ErrImagePull
+    shim         per-container shim (exit files, pidfd), adoption after a kubelet restart; direct children
+    probes       httpGet / tcpSocket probes (exec probes run in the container worker)
+    podworker    one Pod (static or API): volumes, init containers, restarts, deadline, termination, status
+    containerworker  one container's process: start, probes, preStop, stop, its ContainerStatus and record
+    podstatus    phase, conditions, qosClass as the kubelet computes them
+    pods         API Pods bound to the node: watch, admission (maxPods), status writes, confirmed deletion
+    events       core/v1 Events from the kubelet
+    servicelinks Service environment variables (list+watch of Services)
+    containerref find a container for logs, exec, attach and port-forward
     staticpods   watch staticPodPath, one PodWorker per manifest
     mirror       mirror Pods in the API
     server       healthz and the :10250 API (x509 / TokenReview authn, SubjectAccessReview authz)

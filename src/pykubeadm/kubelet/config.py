@@ -73,6 +73,7 @@ class KubeletSettings:
     node_lease_duration_seconds: int = 40
     container_runtime_endpoint: str = ""
     pod_infra_container_image: str = ""
+    max_pods: int = 110
     raw_config: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -128,6 +129,7 @@ class KubeletSettings:
             or config.get("containerRuntimeEndpoint")
             or "",
             pod_infra_container_image=flags.get("pod_infra_container_image") or "",
+            max_pods=int(config.get("maxPods") or 110),
             raw_config=config,
         )
         if s.port <= 0 or s.port > 65535:

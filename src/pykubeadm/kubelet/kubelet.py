@@ -28,6 +28,7 @@ from pykubeadm.kubelet.api import ClientConfig, KubeClient, SwappableClient
 from pykubeadm.kubelet.certmanager import CertificateManager
 from pykubeadm.kubelet.certstore import CertPair, PairStore, ensure_self_signed_serving, load_pair
 from pykubeadm.kubelet.config import KubeletSettings
+from pykubeadm.kubelet.containerref import ContainerRef, find_container
 from pykubeadm.kubelet.csr import (
     client_template,
     digested_name,
@@ -37,6 +38,7 @@ from pykubeadm.kubelet.csr import (
     serving_template,
     usages_for,
 )
+from pykubeadm.kubelet.events import EventRecorder
 from pykubeadm.kubelet.kubeconfig import (
     bootstrapped_kubeconfig,
     is_valid_client_kubeconfig,
@@ -45,7 +47,9 @@ from pykubeadm.kubelet.kubeconfig import (
 )
 from pykubeadm.kubelet.mirror import MirrorPodSyncer, mirror_pod
 from pykubeadm.kubelet.node import NodeAgent, initial_node
+from pykubeadm.kubelet.pods import PodManager
 from pykubeadm.kubelet.server import KubeletServer, healthz_app, serving_ssl_context
+from pykubeadm.kubelet.servicelinks import ServiceLinks
 from pykubeadm.kubelet.staticpods import StaticPodManager
 from pykubeadm.layout import Layout
 from pykubeadm.util.fs import write_file_atomic
@@ -77,6 +81,8 @@ class Kubelet:
         self.node_ip = settings.node_ip or "127.0.0.1"
         self.static_pods: StaticPodManager | None = None
         self.mirror: MirrorPodSyncer | None = None
+        self.pods: PodManager | None = None
+        self.events = EventRecorder(lambda: self.client, settings.node_name)
         self.client_manager: CertificateManager | None = None
         self.serving_manager: CertificateManager | None = None
         self.client: SwappableClient | None = None
@@ -262,6 +268,7 @@ class Kubelet:
             labels=self.s.node_labels,
             taints=self.s.register_with_taints,
             port=self.s.port,
+            max_pods=self.s.max_pods,
         )
         self.agent = NodeAgent(
             client,
@@ -269,6 +276,7 @@ class Kubelet:
             status_every=self.s.node_status_update_frequency,
             lease_duration=self.s.node_lease_duration_seconds,
         )
+        self.agent.root = self.layout.root
         self._spawn(self.agent.lease_loop())
         if self.s.register_node:
             self._spawn(self.agent.register())
@@ -276,7 +284,28 @@ class Kubelet:
         if self.static_pods is not None:
             self.mirror = MirrorPodSyncer(client, self.static_pods, self.s.node_name)
             self._spawn(self._mirror_when_registered())
+        self.pods = PodManager(
+            lambda: self.client,
+            node_name=self.s.node_name,
+            pod_ip=self.node_ip,
+            layout=self.layout,
+            events=self.events,
+            max_pods=self.s.max_pods,
+            backoff_initial=self.backoff_initial,
+            static_count=lambda: len(self.static_pods.pods) if self.static_pods is not None else 0,
+            services=ServiceLinks(lambda: self.client),
+        )
+        self._spawn(self.events.run())
+        self._spawn(self.pods.services.run())
+        self._spawn(self.pods.status_loop())
+        self._spawn(self._pods_when_registered())
         self._spawn(self._start_kubelet_server())
+
+    async def _pods_when_registered(self) -> None:
+        assert self.agent is not None and self.pods is not None
+        if self.s.register_node:
+            await self.agent.registered.wait()
+        await self.pods.run()
 
     async def _mirror_when_registered(self) -> None:
         assert self.agent is not None and self.mirror is not None
@@ -339,38 +368,50 @@ class Kubelet:
             client=lambda: self.client,
             pods=self.pod_list,
             logs=self.container_log,
+            containers=self.container_ref,
             anonymous=self.s.anonymous_auth,
             webhook_authn=self.s.webhook_authn,
             authorization_mode=self.s.authorization_mode,
         )
         await self._listen(server.app(), self.s.serve_address, self.s.port, self._serving_ctx)
 
+    def _workers(self) -> list[Any]:
+        static = [w for _, w in self.static_pods.pods.values()] if self.static_pods is not None else []
+        api = list(self.pods.workers.values()) if self.pods is not None else []
+        return static + api
+
     def container_log(self, namespace: str, pod: str, container: str, previous: bool) -> Path | str:
         """The log file of a container of one of our Pods (the current or the previous instance), or why not."""
-        workers = [w for _, w in self.static_pods.pods.values()] if self.static_pods is not None else []
-        for w in workers:
-            if w.namespace != namespace or w.full_name != pod:
-                continue
-            for ct in w.containers:
-                if ct.name == container:
-                    if not previous:
-                        return w.log_dir / ct.name / f"{ct.restart_count}.log"
-                    if ct.restart_count == 0:
-                        return f'previous terminated container "{container}" in pod "{pod}" not found'
-                    return w.log_dir / ct.name / f"{ct.restart_count - 1}.log"
-            return f'container "{container}" in pod "{pod}" is not available'
-        return f'pod "{pod}" in namespace "{namespace}" not found'
+        found = find_container(self._workers(), namespace, pod, container)
+        if isinstance(found, str):
+            return found
+        _, ct = found
+        if not previous:
+            return ct.log_path()
+        if ct.restart_count == 0:
+            return f'previous terminated container "{container}" in pod "{pod}" not found'
+        return ct.log_path(ct.restart_count - 1)
+
+    def container_ref(self, namespace: str, pod: str, container: str) -> ContainerRef | str:
+        """A running container for exec/attach/port-forward (pid, env, cwd, enter prefix, ...), or why not."""
+        found = find_container(self._workers(), namespace, pod, container)
+        if isinstance(found, str):
+            return found
+        w, ct = found
+        return ContainerRef.of(w, ct)
 
     def pod_list(self) -> list[dict[str, Any]]:
-        out = []
-        if self.static_pods is None:
+        out: list[dict[str, Any]] = []
+        if self.static_pods is None and self.pods is None:
             return out
         uid = self.agent.uid if self.agent and self.agent.uid else ""
-        for sp, worker in list(self.static_pods.pods.values()):
+        for sp, worker in list(self.static_pods.pods.values()) if self.static_pods is not None else []:
             pod = mirror_pod(sp, self.s.node_name, uid)
             pod["metadata"]["uid"] = sp.hash
             pod["status"] = worker.status()
             out.append(pod)
+        for worker in list(self.pods.workers.values()) if self.pods is not None else []:
+            out.append({**worker.pod, "status": worker.status()})
         return out
 
     async def shutdown(self) -> None:
@@ -379,6 +420,10 @@ class Kubelet:
         for t in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
+        if self.pods is not None:
+            await (
+                self.pods.detach_all()
+            )  # API Pods' containers outlive the kubelet (their shims); a new one adopts them
         if self.static_pods is not None:
             await self.static_pods.stop_all()
         for r in self._runners:

@@ -14,13 +14,14 @@ import logging
 import os
 import platform
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pykubeadm import constants as c
 from pykubeadm.kubelet.api import ApiError
 
-__all__ = ["NodeAgent", "initial_node", "node_capacity", "node_info"]
+__all__ = ["NodeAgent", "Pressure", "host_pressure", "initial_node", "node_capacity", "node_conditions", "node_info"]
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ def node_arch() -> str:
     return _ARCH.get(m, m)
 
 
-def node_capacity(root: Path) -> tuple[dict[str, str], dict[str, str]]:
+def node_capacity(root: Path, max_pods: int = 110) -> tuple[dict[str, str], dict[str, str]]:
     """(capacity, allocatable): cpu, memory, ephemeral-storage (of the root dir's filesystem), pods, hugepages."""
     mem_kib = 0
     for line in _read("/proc/meminfo").splitlines():
@@ -64,7 +65,7 @@ def node_capacity(root: Path) -> tuple[dict[str, str], dict[str, str]]:
         "hugepages-1Gi": "0",
         "hugepages-2Mi": "0",
         "memory": f"{mem_kib}Ki",
-        "pods": "110",
+        "pods": str(max_pods),
     }
     alloc = dict(cap)
     alloc["memory"] = f"{max(0, mem_kib - 100 * 1024)}Ki"  # evictionHard memory.available<100Mi
@@ -102,6 +103,7 @@ def initial_node(
     labels: dict[str, str] | None = None,
     taints: list[dict[str, str]] | None = None,
     port: int = c.KUBELET_PORT,
+    max_pods: int = 110,
 ) -> dict[str, Any]:
     """The Node object the kubelet registers (registerWithAPIServer's initialNode)."""
     arch = node_arch()
@@ -113,7 +115,7 @@ def initial_node(
         "kubernetes.io/os": "linux",
     }
     node_labels.update(labels or {})
-    cap, alloc = node_capacity(root)
+    cap, alloc = node_capacity(root, max_pods)
     spec: dict[str, Any] = {}
     if taints:
         spec["taints"] = taints
@@ -145,28 +147,87 @@ def node_addresses(hostname: str, node_ip: str | None) -> list[dict[str, str]]:
     return out
 
 
-def node_conditions(ready: bool, since: str | None = None) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Pressure:
+    """The host's state against the kubelet's default hard eviction thresholds."""
+
+    memory: bool = False
+    disk: bool = False
+    pid: bool = False
+
+
+def host_pressure(root: Path) -> Pressure:
+    """memory.available<100Mi, nodefs.available<10% (of the root dir's filesystem), pids in use > 90% of pid_max."""
+    avail_kib = None
+    for line in _read("/proc/meminfo").splitlines():
+        if line.startswith("MemAvailable:"):
+            avail_kib = int(line.split()[1])
+    try:
+        st = os.statvfs(root)
+        disk = st.f_blocks > 0 and st.f_bavail / st.f_blocks < 0.10
+    except OSError:
+        disk = False
+    pid = False
+    try:
+        total = int(_read("/proc/loadavg").split()[3].split("/")[1])
+        pid = total > 0.9 * int(_read("/proc/sys/kernel/pid_max") or 4194304)
+    except (IndexError, ValueError):
+        pass
+    return Pressure(memory=avail_kib is not None and avail_kib < 100 * 1024, disk=disk, pid=pid)
+
+
+_PRESSURE = {
+    "MemoryPressure": (
+        ("KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+        ("KubeletHasInsufficientMemory", "kubelet has insufficient memory available"),
+    ),
+    "DiskPressure": (
+        ("KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        ("KubeletHasDiskPressure", "kubelet has disk pressure"),
+    ),
+    "PIDPressure": (
+        ("KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        ("KubeletHasInsufficientPID", "kubelet has insufficient PID available"),
+    ),
+}
+
+
+def node_conditions(
+    ready: bool,
+    since: str | None = None,
+    pressure: Pressure | None = None,
+    transitions: dict[str, tuple[str, str]] | None = None,
+) -> list[dict[str, Any]]:
+    """The four node conditions; `transitions` (type → (status, time)) keeps lastTransitionTime until a change."""
     now = _now()
     since = since or now
+    pressure = pressure or Pressure()
+    transitions = transitions if transitions is not None else {}
 
     def cond(kind: str, status: str, reason: str, message: str) -> dict[str, Any]:
+        last = transitions.get(kind)
+        changed_at = last[1] if last and last[0] == status else (since if last is None else now)
+        transitions[kind] = (status, changed_at)
         return {
             "type": kind,
             "status": status,
             "reason": reason,
             "message": message,
             "lastHeartbeatTime": now,
-            "lastTransitionTime": since,
+            "lastTransitionTime": changed_at,
         }
 
-    return [
-        cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-        cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-        cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    flags = {"MemoryPressure": pressure.memory, "DiskPressure": pressure.disk, "PIDPressure": pressure.pid}
+    out = []
+    for kind, (ok, bad) in _PRESSURE.items():
+        reason, message = bad if flags[kind] else ok
+        out.append(cond(kind, "True" if flags[kind] else "False", reason, message))
+    out.append(
         cond("Ready", "True", "KubeletReady", "kubelet is posting ready status")
         if ready
-        else cond("Ready", "False", "KubeletNotReady", "kubelet is not ready"),
-    ]
+        else cond("Ready", "False", "KubeletNotReady", "kubelet is not ready")
+    )
+    return out
 
 
 class NodeAgent:
@@ -193,6 +254,8 @@ class NodeAgent:
         self.lease_renewals = 0
         self._last_reported: tuple[Any, float] | None = None
         self._ready_since = _now()
+        self._transitions: dict[str, tuple[str, str]] = {}
+        self.root: Path | None = None
 
     # --- registration ---------------------------------------------------------------------------------------------
     async def register(self) -> None:
@@ -233,7 +296,10 @@ class NodeAgent:
     # --- status --------------------------------------------------------------------------------------------------
     def current_status(self) -> dict[str, Any]:
         status = dict(self.node["status"])
-        status["conditions"] = node_conditions(ready=True, since=self._ready_since)
+        pressure = host_pressure(self.root) if self.root is not None else None
+        status["conditions"] = node_conditions(
+            ready=True, since=self._ready_since, pressure=pressure, transitions=self._transitions
+        )
         return status
 
     async def update_status_once(self, force: bool = False) -> bool:

@@ -1,264 +1,66 @@
-"""One static Pod's lifecycle as processes: start each container, probe it, restart it with back-off, report status.
+"""One Pod's lifecycle as processes, static or from the API: volumes, init containers in order, containers with
+restartPolicy and back-off, activeDeadlineSeconds, graceful termination, and the PodStatus the kubelet reports.
 
-Created and stopped by `staticpods.StaticPodManager`; read by the mirror-Pod syncer (`status()`). Restart back-off
-follows the kubelet: the first restart is immediate, then 10 s doubling up to 5 min ("CrashLoopBackOff"), reset after
-10 minutes of running. An image the built-in runtime cannot run leaves the container waiting (ErrImagePull, then
-ImagePullBackOff) with a message, and the Pod Pending; nothing crashes.
+Created by `staticpods.StaticPodManager` (source "file": direct children that die with the kubelet, hostPath
+mapping, mirror Pods) and `pods.PodManager` (source "api": containers under shims in the Pod's directory, adopted by a
+restarted kubelet). Restart back-off follows the kubelet: the first restart is immediate, then 10 s doubling up to
+5 min ("CrashLoopBackOff"), reset after 10 minutes of running. An image the runtime cannot run leaves the container
+Waiting (ErrImagePull, then ImagePullBackOff) with a message, and the Pod Pending; nothing crashes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import datetime as dt
 import logging
-import signal
+import os
+import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pykubeadm.kubelet import runtime
-from pykubeadm.kubelet.probes import Probe, run_probe
+from pykubeadm.kubelet import images, runtime
+from pykubeadm.kubelet.containerworker import BackOff, ContainerConfigError, ContainerWorker
+from pykubeadm.kubelet.podstatus import Conditions, now, pod_phase, qos_class, update_conditions
 from pykubeadm.layout import Layout
 
 __all__ = ["BackOff", "ContainerWorker", "PodWorker"]
 
 log = logging.getLogger(__name__)
 
+#: A container's PATH unless its env sets one (Docker's default for images that do not set it).
+_DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: Seconds between volume refreshes of a running Pod (the kubelet's pod sync period is 1 min, jittered).
+_REFRESH_EVERY = 60.0
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass
-class BackOff:
-    """Kubelet container restart back-off: 0 s first, then `initial` doubling to `cap`; reset after `reset_after`."""
-
-    initial: float = 10.0
-    cap: float = 300.0
-    reset_after: float = 600.0
-    current: float = 0.0
-
-    def next_delay(self, ran_for: float) -> float:
-        if ran_for >= self.reset_after:
-            self.current = 0.0
-        delay = self.current
-        self.current = self.initial if self.current == 0 else min(self.current * 2, self.cap)
-        return delay
+_image_maps: dict[Path, tuple[float, dict[str, list[str]]]] = {}
 
 
-def _pdeathsig() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Ask Linux to SIGKILL the child when the kubelet dies, even if the kubelet is killed with SIGKILL."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+def _image_map(path: Path) -> dict[str, list[str]]:
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        return {}
+    cached = _image_maps.get(path)
+    if cached is None or cached[0] != mtime:
+        cached = (mtime, images.load_image_map(path))
+        _image_maps[path] = cached
+    return cached[1]
 
 
-@dataclass
-class ContainerWorker:
-    """One container: its process, probe state and the ContainerStatus fields."""
-
-    pod: PodWorker
-    spec: dict[str, Any]
-    restart_count: int = 0
-    state: dict[str, Any] = field(default_factory=lambda: {"waiting": {"reason": "ContainerCreating"}})
-    last_state: dict[str, Any] = field(default_factory=dict)
-    ready: bool = False
-    started: bool = False
-    pid: int | None = None
-    proc: Any = None
-    backoff: BackOff = field(default_factory=BackOff)
-    _kill_reason: str | None = None
-
-    @property
-    def name(self) -> str:
-        return str(self.spec.get("name", ""))
-
-    def status(self) -> dict[str, Any]:
-        image = self.spec.get("image", "")
-        out: dict[str, Any] = {
-            "name": self.name,
-            "image": image,
-            "imageID": image,
-            "ready": self.ready,
-            "restartCount": self.restart_count,
-            "started": self.started,
-            "state": self.state,
-        }
-        if self.last_state:
-            out["lastState"] = self.last_state
-        if self.pid is not None:
-            out["containerID"] = f"pykubeadm://{self.pid}"
-        return out
-
-    def _named_ports(self) -> dict[str, int]:
-        return {p["name"]: int(p["containerPort"]) for p in self.spec.get("ports") or [] if p.get("name")}
-
-    async def run(self) -> None:
-        """Run, restart and back off forever (until cancelled)."""
-        pod = self.pod
-        while True:
-            try:
-                program = runtime.resolve_program(self.spec.get("image", ""), etcd_binary=pod.etcd_binary)
-                runtime.prepare_host_paths(pod.spec, pod.layout)
-            except runtime.ImageError as e:
-                reason = e.reason if self.backoff.current == 0 else "ImagePullBackOff"
-                self._wait(reason, e.message)
-                log.warning("pod %s container %s: %s: %s", pod.full_name, self.name, e.reason, e.message)
-                await asyncio.sleep(self.backoff.next_delay(0) or self.backoff.initial)
-                continue
-            except (runtime.MountError, OSError) as e:
-                self._wait("CreateContainerConfigError", str(e))
-                log.warning("pod %s container %s: %s", pod.full_name, self.name, e)
-                await asyncio.sleep(self.backoff.next_delay(0) or self.backoff.initial)
-                continue
-            mapper = runtime.PathMapper.for_container(pod.spec, self.spec, pod.layout)
-            argv = runtime.build_argv(
-                program,
-                [mapper.map_arg(a) for a in self.spec.get("command") or []],
-                [mapper.map_arg(a) for a in self.spec.get("args") or []],
-            )
-            env = runtime.container_env(self.spec, mapper, program)
-            log_path = pod.log_dir / self.name / f"{self.restart_count}.log"
-            loop = asyncio.get_running_loop()
-            started_mono = loop.time()
-            try:
-                self.proc = await runtime.start_process(argv, env, log_path, preexec=_pdeathsig)
-            except OSError as e:
-                self._wait("RunContainerError", f"failed to start {argv[0]}: {e}")
-                await asyncio.sleep(self.backoff.next_delay(0) or self.backoff.initial)
-                continue
-            self.pid = self.proc.pid
-            self.started = False
-            self.ready = False
-            self._kill_reason = None
-            self.state = {"running": {"startedAt": _now()}}
-            log.info("pod %s: started container %s (pid %d): %s", pod.full_name, self.name, self.pid, " ".join(argv))
-            pod.changed()
-            probes = asyncio.ensure_future(self._probe_loop(started_mono))
-            try:
-                code = await self.proc.wait()
-            finally:
-                probes.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await probes
-            ran_for = loop.time() - started_mono
-            self.ready = False
-            self.started = False
-            reason = "Completed" if code == 0 else "Error"
-            terminated = {
-                "exitCode": code if code >= 0 else 128 - code,
-                "reason": reason,
-                "startedAt": self.state.get("running", {}).get("startedAt", _now()),
-                "finishedAt": _now(),
-            }
-            if code < 0:
-                terminated["signal"] = -code
-            if self._kill_reason:
-                terminated["message"] = self._kill_reason
-            self.last_state = {"terminated": terminated}
-            self.restart_count += 1
-            delay = self.backoff.next_delay(ran_for)
-            log.warning(
-                "pod %s: container %s exited with %s after %.1fs%s; restarting in %.0fs",
-                pod.full_name,
-                self.name,
-                code,
-                ran_for,
-                f" ({self._kill_reason})" if self._kill_reason else "",
-                delay,
-            )
-            if delay > 0:
-                self._wait(
-                    "CrashLoopBackOff",
-                    f"back-off {int(delay)}s restarting failed container={self.name} "
-                    f"pod={pod.full_name}_{pod.namespace}({pod.uid})",
-                )
-                await asyncio.sleep(delay)
-            else:
-                self.state = {"terminated": terminated}
-                pod.changed()
-
-    def _wait(self, reason: str, message: str) -> None:
-        self.state = {"waiting": {"reason": reason, "message": message}}
-        self.ready = False
-        self.pid = None
-        self.pod.changed()
-
-    async def _kill(self, why: str) -> None:
-        self._kill_reason = why
-        log.warning("pod %s: container %s %s, will be restarted", self.pod.full_name, self.name, why)
-        if self.proc is not None:
-            await runtime.stop_process(self.proc, self.pod.grace)
-
-    async def _probe_loop(self, started_mono: float) -> None:
-        pod = self.pod
-        loop = asyncio.get_running_loop()
-        ports = self._named_ports()
-        startup = Probe.parse(self.spec.get("startupProbe"))
-        liveness = Probe.parse(self.spec.get("livenessProbe"))
-        readiness = Probe.parse(self.spec.get("readinessProbe"))
-        if startup is not None:
-            await asyncio.sleep(startup.initial_delay)
-            failures = 0
-            while True:
-                res = await run_probe(startup, pod.pod_ip, ports)
-                if res.ok:
-                    break
-                failures += 1
-                if failures >= startup.failure_threshold:
-                    await self._kill(f"failed startup probe: {res.message}")
-                    return
-                await asyncio.sleep(startup.period)
-        self.started = True
-        if readiness is None:
-            self.ready = True
-        pod.changed()
-        tasks = []
-        if liveness is not None:
-            delay = max(0.0, started_mono + liveness.initial_delay - loop.time())
-            tasks.append(self._liveness(liveness, delay, ports))
-        if readiness is not None:
-            tasks.append(self._readiness(readiness, ports))
-        if tasks:
-            await asyncio.gather(*tasks)
-
-    async def _liveness(self, probe: Probe, delay: float, ports: dict[str, int]) -> None:
-        await asyncio.sleep(delay)
-        failures = 0
-        while True:
-            res = await run_probe(probe, self.pod.pod_ip, ports)
-            failures = 0 if res.ok else failures + 1
-            if failures >= probe.failure_threshold:
-                await self._kill(f"failed liveness probe: {res.message}")
-                return
-            await asyncio.sleep(probe.period)
-
-    async def _readiness(self, probe: Probe, ports: dict[str, int]) -> None:
-        await asyncio.sleep(probe.initial_delay)
-        ok_count = fail_count = 0
-        while True:
-            res = await run_probe(probe, self.pod.pod_ip, ports)
-            if res.ok:
-                ok_count, fail_count = ok_count + 1, 0
-                if ok_count >= probe.success_threshold and not self.ready:
-                    self.ready = True
-                    self.pod.changed()
-            else:
-                ok_count, fail_count = 0, fail_count + 1
-                if fail_count >= probe.failure_threshold and self.ready:
-                    self.ready = False
-                    self.pod.changed()
-            await asyncio.sleep(probe.period)
-
-    async def stop(self) -> None:
-        if self.proc is not None and self.proc.returncode is None:
-            await runtime.stop_process(self.proc, self.pod.grace)
+def _podenv() -> tuple[Any, Any, Any]:
+    """The volumes, envvars and sandbox modules (kubelet-podenv), where present."""
+    mods = []
+    for name in ("volumes", "envvars", "sandbox"):
+        try:
+            mods.append(__import__(f"pykubeadm.kubelet.{name}", fromlist=[name]))
+        except ImportError:
+            mods.append(None)
+    return mods[0], mods[1], mods[2]
 
 
 class PodWorker:
-    """A static Pod: one ContainerWorker per container, a combined PodStatus, and change notification."""
+    """A Pod: one ContainerWorker per (init) container, its PodStatus, graceful termination, change notification."""
 
     def __init__(
         self,
@@ -271,6 +73,11 @@ class PodWorker:
         etcd_binary: str | None = None,
         on_change: Callable[[PodWorker], None] | None = None,
         backoff_initial: float = 10.0,
+        source: str = "file",
+        events: Any = None,
+        client: Callable[[], Any] | None = None,
+        objects: Any = None,
+        service_env: Callable[[dict[str, Any]], dict[str, str]] | None = None,
     ):
         self.pod = pod
         self.spec: dict[str, Any] = pod.get("spec") or {}
@@ -278,66 +85,372 @@ class PodWorker:
         self.name = str(meta.get("name", ""))
         self.namespace = str(meta.get("namespace") or "default")
         self.uid = uid
+        self.source = source
+        self.persistent = source == "api"
         self.node_name = node_name
-        self.full_name = f"{self.name}-{node_name}"
+        self.full_name = f"{self.name}-{node_name}" if source == "file" else self.name
+        self.key = f"{self.namespace}/{self.full_name}"
         self.pod_ip = pod_ip
         self.layout = layout
         self.etcd_binary = etcd_binary
         self.on_change = on_change
+        self.events = events
+        self.client = client or (lambda: None)
+        self.objects = objects  # the node-wide ConfigMap/Secret cache (envvars.ObjectCache)
+        self.service_env = service_env  # the Pod's Service variables (servicelinks)
         self.grace = float(self.spec.get("terminationGracePeriodSeconds", 30))
-        self.start_time = _now()
+        status = pod.get("status") or {}
+        self.start_time = str(status.get("startTime") or now())
         self.log_dir: Path = layout.pod_log_dir / f"{self.namespace}_{self.full_name}_{uid}"
+        self.pod_dir: Path = layout.pod_dir(uid)
+        self.backoff_initial = backoff_initial
+        self.init_containers = [
+            ContainerWorker(self, dict(ct), init=True, backoff=BackOff(initial=backoff_initial))
+            for ct in self.spec.get("initContainers") or []
+        ]
         self.containers = [
             ContainerWorker(self, dict(ct), backoff=BackOff(initial=backoff_initial))
             for ct in self.spec.get("containers") or []
         ]
-        self._tasks: list[asyncio.Task[None]] = []
+        self.conditions = Conditions(status.get("conditions") or [])
+        self.sandbox_ready = False
+        self.init_done = not self.init_containers
+        self.init_failed = False
+        self.failed: tuple[str, str] | None = None  # (reason, message) of a Pod-level failure
+        self.terminating = False
+        self.volumes: Any = None
+        self.isolated = False
+        self._task: asyncio.Task[None] | None = None
+        self._adopted: dict[str, Any] = {}
+        self._deadline: asyncio.Task[None] | None = None
 
+    # --- plumbing --------------------------------------------------------------------------------------------------
     def changed(self) -> None:
         if self.on_change is not None:
             self.on_change(self)
 
+    def event(self, kind: str, reason: str, message: str, field_path: str = "") -> None:
+        if self.events is not None and self.source == "api":
+            self.events.record(self.pod, kind, reason, message, field_path)
+
+    def all_containers(self) -> list[ContainerWorker]:
+        return [*self.init_containers, *self.containers]
+
+    def container(self, name: str) -> ContainerWorker | None:
+        return next((ct for ct in self.all_containers() if ct.name == name), None)
+
+    def resolve_image(self, image: str) -> images.ResolvedImage:
+        path = self.layout.image_map_file
+        return images.resolve_image(
+            image, image_map=_image_map(path), map_file=str(path), etcd_binary=self.etcd_binary, layout=self.layout
+        )
+
+    async def container_process(
+        self, cw: ContainerWorker, resolved: images.ResolvedImage
+    ) -> tuple[list[str], dict[str, str], str | None, list[str]]:
+        """(argv, environment, working directory, enter prefix) of a container's process."""
+        spec = cw.spec
+        if self.source == "file":  # static Pods: hostPath mapping, our environment (the control plane's way)
+            try:
+                runtime.prepare_host_paths(self.spec, self.layout)
+            except (runtime.MountError, OSError) as e:
+                raise ContainerConfigError(str(e)) from e
+            mapper = runtime.PathMapper.for_container(self.spec, spec, self.layout)
+            argv = images.container_argv(
+                resolved,
+                [mapper.map_arg(a) for a in spec.get("command") or []],
+                [mapper.map_arg(a) for a in spec.get("args") or []],
+            )
+            return argv, runtime.container_env(spec, mapper, resolved.program), None, []
+        volumes_mod, envvars_mod, sandbox_mod = _podenv()
+        env = {"PATH": _DEFAULT_PATH, "HOSTNAME": self.name, "HOME": "/root"}
+        if envvars_mod is not None:
+            try:
+                env.update(
+                    await envvars_mod.container_env(
+                        self.pod,
+                        spec,
+                        self.client(),
+                        node_name=self.node_name,
+                        host_ip=self.pod_ip,
+                        pod_ip=self.pod_ip,
+                        on_event=lambda reason, message: self.event("Warning", reason, message),
+                        objects=self.objects,
+                        service_env=self.service_env(self.pod) if self.service_env is not None else None,
+                    )
+                )
+            except envvars_mod.EnvError as e:
+                raise ContainerConfigError(str(e)) from e
+        else:
+            env.update({str(e["name"]): str(e["value"]) for e in spec.get("env") or [] if "value" in e})
+        try:
+            mounts = self.volumes.mounts_for(spec, env) if self.volumes is not None else []
+        except volumes_mod.VolumeError as e:
+            raise ContainerConfigError(e.message) from e
+        if resolved.program.version and resolved.kind == "builtin":
+            env[runtime.COMPONENT_VERSION_ENV] = resolved.program.version
+        argv = images.container_argv(resolved, spec.get("command") or [], spec.get("args") or [])
+        workdir = spec.get("workingDir") or None
+        if self.isolated and sandbox_mod is not None:
+            sandboxed = sandbox_mod.sandboxed_argv(
+                argv, mounts, workdir=workdir or "", hostname=self.name, layout=self.layout
+            )
+            return sandboxed, env, None, []
+        mapper = self._mapper(spec, mounts)
+        argv = [argv[0], *(mapper.map_arg(a) for a in argv[1:])]
+        env = {k: mapper.map_value(v) if v.startswith("/") else v for k, v in env.items()}
+        cwd = mapper.map_path(workdir) if workdir else None
+        return argv, env, cwd if cwd and os.path.isdir(cwd) else None, []
+
+    def _mapper(self, spec: dict[str, Any], mounts: list[Any]) -> runtime.PathMapper:
+        base = runtime.PathMapper.for_container(self.spec, spec, self.layout)
+        extra = []
+        for m in mounts:
+            try:
+                node_path = "/" + str(Path(m.host_path).relative_to(self.layout.root))
+            except ValueError:
+                continue
+            extra.append((str(PurePosixPath(m.container_path)), node_path))
+        pairs = sorted({*base.mounts, *extra}, key=lambda t: len(t[0]), reverse=True)
+        return runtime.PathMapper(tuple(pairs), self.layout)
+
+    # --- the run ---------------------------------------------------------------------------------------------------
     def start(self) -> None:
-        for ct in self.containers:
-            self._tasks.append(asyncio.ensure_future(ct.run()))
+        # adopt what a previous kubelet left running first, so a termination right away finds those processes too
+        self._adopted = {ct.name: ct.load() for ct in self.all_containers()}
+        for ct in self.all_containers():
+            proc = self._adopted.get(ct.name)
+            if proc is not None and proc.returncode is None:
+                ct.proc = proc
+        self._task = asyncio.ensure_future(self._run())
+
+    @property
+    def policy(self) -> str:
+        return str(self.spec.get("restartPolicy") or "Always")
+
+    async def _setup_volumes(self) -> None:
+        volumes_mod, _, sandbox_mod = _podenv()
+        if self.source != "api":
+            return
+        self.isolated = bool(
+            sandbox_mod is not None
+            and volumes_mod is not None
+            and await asyncio.to_thread(sandbox_mod.can_isolate, self.layout)
+        )
+        if volumes_mod is None:
+            return
+        self.volumes = volumes_mod.PodVolumes(
+            self.pod, self.pod_dir, self.client(), self.layout, self.node_name, objects=self.objects
+        )
+        delay = self.backoff_initial / 5
+        while True:
+            try:
+                await self.volumes.setup()
+                break
+            except volumes_mod.VolumeError as e:
+                self.event("Warning", "FailedMount", e.message)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 120.0)
+        if not self.isolated:
+            self.event(
+                "Warning",
+                "NoIsolation",
+                "the kubelet is not root: containers run without their own mount and PID namespaces; "
+                "volume paths in command, args and env are mapped to the node's directories",
+            )
+
+    async def _run(self) -> None:
+        adopted = self._adopted
+        self.pod_dir.mkdir(parents=True, exist_ok=True) if self.persistent else None
+        await self._setup_volumes()
+        self.sandbox_ready = True
+        self.changed()
+        deadline = self.spec.get("activeDeadlineSeconds")
+        if deadline is not None and self.source == "api":
+            self._deadline = asyncio.ensure_future(self._active_deadline(float(deadline)))
+        for cw in self.init_containers:
+            term = cw.state.get("terminated")
+            if term and term.get("exitCode") == 0:
+                continue
+            if not await self._run_container(cw, adopted.pop(cw.name, None), init=True):
+                self.init_failed = True
+                self.changed()
+                return
+        self.init_done = True
+        self.changed()
+        refresh = asyncio.ensure_future(self._refresh_volumes()) if self.volumes is not None else None
+        try:
+            await asyncio.gather(*(self._run_container(cw, adopted.pop(cw.name, None)) for cw in self.containers))
+        finally:
+            if refresh is not None:
+                refresh.cancel()
+        self.changed()
+        if self.volumes is not None and self.phase() in ("Succeeded", "Failed"):
+            await self.volumes.teardown()  # the Pod is done: its volumes go, as the kubelet unmounts them
+
+    async def _refresh_volumes(self) -> None:
+        """ConfigMap, Secret, downward API and token volumes follow their sources (the kubelet's periodic sync)."""
+        volumes_mod, _, _ = _podenv()
+        while True:
+            await asyncio.sleep(_REFRESH_EVERY * (1 + random.random() * 0.5))
+            try:
+                await self.volumes.refresh(self.pod)
+            except volumes_mod.VolumeError as e:
+                self.event("Warning", "FailedMount", e.message)
+            except Exception as e:
+                log.info("refreshing the volumes of pod %s: %s", self.key, e)
+
+    async def _run_container(self, cw: ContainerWorker, proc: Any, init: bool = False) -> bool:
+        """Run (and restart) a container until restartPolicy says it is done; True when it ended successfully."""
+        policy = "OnFailure" if init and self.policy == "Always" else self.policy
+        term = cw.state.get("terminated")
+        if (
+            proc is None
+            and term is not None
+            and (policy == "Never" or (policy == "OnFailure" and not term["exitCode"]))
+        ):
+            return term["exitCode"] == 0  # finished before a kubelet restart
+        pull = BackOff(initial=self.backoff_initial)
+        while True:
+            if proc is not None:
+                cw.proc, proc = proc, None
+                if cw.proc.returncode is None and cw.pid and self.isolated:
+                    cw.enter_prefix = self._enter(cw.pid)
+                code, ran = await cw.wait_exit()
+            else:
+                argv = await cw.prepare()
+                if argv is None or not await cw.start(argv):
+                    await asyncio.sleep(pull.next_delay(0) or pull.initial)
+                    continue
+                if self.isolated and cw.pid:
+                    cw.enter_prefix = self._enter(cw.pid)
+                code, ran = await cw.wait_exit()
+            if self.terminating or self.failed:
+                return code == 0
+            if policy == "Never" or (policy == "OnFailure" and code == 0):
+                return code == 0
+            delay = cw.backoff.next_delay(ran)
+            cw.mark_restart()
+            log.warning("pod %s: container %s exited with %s; restarting in %.0fs", self.key, cw.name, code, delay)
+            if delay > 0:
+                pod = f"{self.full_name}_{self.namespace}({self.uid})"
+                cw._wait("CrashLoopBackOff", f"back-off {int(delay)}s restarting failed container={cw.name} pod={pod}")
+                self.event(
+                    "Warning", "BackOff", f"Back-off restarting failed container {cw.name} in pod {pod}", cw.field_path
+                )
+                await asyncio.sleep(delay)
+
+    def _enter(self, pid: int) -> list[str]:
+        _, _, sandbox_mod = _podenv()
+        return list(sandbox_mod.enter_argv(pid)) if sandbox_mod is not None else []
+
+    async def _active_deadline(self, seconds: float) -> None:
+        import datetime as dt
+
+        started = dt.datetime.strptime(self.start_time, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+        await asyncio.sleep(max(0.0, started.timestamp() + seconds - dt.datetime.now(dt.UTC).timestamp()))
+        if self.phase() in ("Succeeded", "Failed"):
+            return
+        message = "Pod was active on the node longer than the specified deadline"
+        self.failed = ("DeadlineExceeded", message)
+        self.event("Warning", "DeadlineExceeded", message)
+        await self._stop_containers(self.grace)
+        self.changed()
+
+    async def _stop_containers(self, grace: float) -> None:
+        running = [cw for cw in self.all_containers() if cw.pid is not None]
+        await asyncio.gather(*(cw.stop(grace) for cw in running), return_exceptions=True)
+
+    async def _cancel(self) -> None:
+        for t in (self._task, self._deadline):
+            if t is not None and t is not asyncio.current_task():
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+
+    async def terminate(self, grace: float | None = None) -> None:
+        """Graceful termination (the Pod was deleted): preStop, SIGTERM, `grace` seconds, SIGKILL; volumes torn down."""
+        self.terminating = True
+        grace = self.grace if grace is None else grace
+        running = [cw for cw in self.all_containers() if cw.pid is not None]
+        stops = asyncio.gather(*(cw.stop(grace) for cw in running), return_exceptions=True)
+        await stops
+        await self._cancel()
+        for cw in running:
+            if "running" in cw.state and cw.proc is not None and cw.proc.returncode is not None:
+                cw.state = {
+                    "terminated": {
+                        "exitCode": cw.proc.returncode,
+                        "reason": "Completed" if cw.proc.returncode == 0 else "Error",
+                        "startedAt": cw.state["running"].get("startedAt"),
+                        "finishedAt": now(),
+                        "containerID": f"pykubeadm://{cw.container_id}",
+                    }
+                }
+                cw.ready = cw.started = False
+        if self.volumes is not None:
+            with contextlib.suppress(Exception):
+                await self.volumes.teardown()
+        self.changed()
 
     async def stop(self) -> None:
-        """Cancel the workers and stop every process (SIGTERM, grace period, SIGKILL)."""
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
-        await asyncio.gather(*(ct.stop() for ct in self.containers), return_exceptions=True)
+        """Stop every process now (static Pods at kubelet exit, a changed manifest): SIGTERM, grace, SIGKILL."""
+        self.terminating = True
+        await self._cancel()
+        await self._stop_containers(self.grace)
+
+    async def detach(self) -> None:
+        """Stop watching the Pod and leave its containers running (the kubelet exits; a new one adopts them)."""
+        await self._cancel()
 
     def pids(self) -> list[int]:
-        return [ct.proc.pid for ct in self.containers if ct.proc is not None and ct.proc.returncode is None]
+        return [ct.pid for ct in self.all_containers() if ct.pid is not None]
+
+    # --- status ----------------------------------------------------------------------------------------------------
+    def phase(self) -> str:
+        if self.failed:
+            return "Failed"
+        return pod_phase(
+            self.spec,
+            [ct.status() for ct in self.containers],
+            [ct.status() for ct in self.init_containers],
+            init_failed=self.init_failed,
+            init_done=self.init_done,
+        )
+
+    def finished(self) -> bool:
+        """The Pod reached a terminal phase: nothing of it runs any more."""
+        return self.phase() in ("Succeeded", "Failed") and not self.pids()
 
     def status(self) -> dict[str, Any]:
-        """The PodStatus a mirror Pod carries."""
+        """The PodStatus the kubelet writes (API Pods) or the mirror Pod carries (static Pods)."""
         cts = [ct.status() for ct in self.containers]
-        running = all("running" in s["state"] for s in cts) and bool(cts)
-        ever_ran = all(ct.restart_count > 0 or "running" in ct.state for ct in self.containers)
-        ready = running and all(s["ready"] for s in cts)
-        now = _now()
-
-        def cond(kind: str, ok: bool) -> dict[str, Any]:
-            return {"type": kind, "status": "True" if ok else "False", "lastProbeTime": None, "lastTransitionTime": now}
-
-        return {
-            "phase": "Running" if running or ever_ran else "Pending",
-            "conditions": [
-                cond("PodReadyToStartContainers", True),
-                cond("Initialized", True),
-                cond("Ready", ready),
-                cond("ContainersReady", ready),
-                cond("PodScheduled", True),
-            ],
+        inits = [ct.status() for ct in self.init_containers]
+        phase = self.phase()
+        if phase in ("Succeeded", "Failed"):
+            for s in cts:
+                s["ready"] = False
+        update_conditions(
+            self.conditions,
+            phase=phase,
+            sandbox_ready=(self.sandbox_ready or self.source == "file") and phase not in ("Succeeded", "Failed"),
+            init_statuses=inits,
+            statuses=cts,
+            init_done=self.init_done,
+        )
+        out: dict[str, Any] = {
+            "phase": phase,
+            "conditions": self.conditions.as_list(),
             "hostIP": self.pod_ip,
             "hostIPs": [{"ip": self.pod_ip}],
             "podIP": self.pod_ip,
             "podIPs": [{"ip": self.pod_ip}],
             "startTime": self.start_time,
-            "qosClass": "Burstable",
+            "qosClass": qos_class(self.spec),
             "containerStatuses": cts,
         }
+        if inits:
+            out["initContainerStatuses"] = inits
+        if self.failed:
+            out["reason"], out["message"] = self.failed
+        return out

@@ -68,6 +68,7 @@ async def run_probe(probe: Probe, pod_ip: str, named_ports: Mapping[str, int] | 
     """Run one probe attempt."""
     spec = probe.spec
     ports = named_ports or {}
+    target = ""
     try:
         if "httpGet" in spec:
             hg = spec["httpGet"]
@@ -80,6 +81,7 @@ async def run_probe(probe: Probe, pod_ip: str, named_ports: Mapping[str, int] | 
             headers = {h["name"]: h["value"] for h in hg.get("httpHeaders") or []}
             headers.setdefault("User-Agent", "kube-probe/1.33")
             url_host = f"[{host}]" if ":" in host else host
+            target = f"{url_host}:{port}"
             async with httpx.AsyncClient(verify=_INSECURE if scheme == "https" else True, timeout=probe.timeout) as cl:
                 resp = await cl.get(f"{scheme}://{url_host}:{port}{path}", headers=headers)
             if 200 <= resp.status_code < 400:
@@ -89,6 +91,7 @@ async def run_probe(probe: Probe, pod_ip: str, named_ports: Mapping[str, int] | 
             ts = spec["tcpSocket"]
             host = ts.get("host") or pod_ip
             port = _port(ts.get("port"), ports)
+            target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
             _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), probe.timeout)
             writer.close()
             with contextlib.suppress(Exception):
@@ -98,4 +101,15 @@ async def run_probe(probe: Probe, pod_ip: str, named_ports: Mapping[str, int] | 
             return ProbeResult(True, "exec probes are not supported by the built-in runtime; treated as success")
         return ProbeResult(False, "probe has no handler")
     except (httpx.HTTPError, OSError, TimeoutError, ValueError) as e:
-        return ProbeResult(False, f"probe failed: {type(e).__name__}: {e}")
+        return ProbeResult(False, _failure(e, target))
+
+
+def _failure(e: BaseException, target: str) -> str:
+    """The Go net/http wording kubectl users know: `dial tcp HOST:PORT: connect: connection refused`."""
+    if not target:
+        return str(e)
+    if isinstance(e, ConnectionRefusedError) or "refused" in str(e).lower():
+        return f"dial tcp {target}: connect: connection refused"
+    if isinstance(e, TimeoutError | httpx.TimeoutException):
+        return f"dial tcp {target}: i/o timeout"
+    return f"dial tcp {target}: {e}"

@@ -13,19 +13,26 @@ from __future__ import annotations
 
 import logging
 import ssl
+import weakref
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 from cryptography import x509
-from cryptography.x509.oid import NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from pykubeadm.errors import CertError
 from pykubeadm.kubelet.logs import LogLocator, container_logs_handler
 from pykubeadm.kubelet.streaming import ContainerLocator, ContainerRef, add_streaming_routes
+from pykubeadm.pki.certs import ext_key_usages, parse_certs_pem
+from pykubeadm.pki.verify import verify_cert_chain
+from pykubeadm.util.tlsclientauth import peer_certificates, request_client_certificates
 
 __all__ = ["KubeletServer", "healthz_app", "subresource_for"]
 
 log = logging.getLogger(__name__)
+_ANY_EKU = x509.ObjectIdentifier("2.5.29.37.0")
 
 
 def healthz_app() -> web.Application:
@@ -113,9 +120,9 @@ class KubeletServer:
     # --- authentication and authorisation ------------------------------------------------------------------------
     async def authenticate(self, request: web.Request) -> tuple[str, list[str]] | None:
         ssl_obj = request.transport.get_extra_info("ssl_object") if request.transport else None
-        der = ssl_obj.getpeercert(binary_form=True) if ssl_obj is not None else None
-        if der:  # verified by the TLS layer against clientCAFile
-            cert = x509.load_der_x509_certificate(der)
+        ders = peer_certificates(ssl_obj)
+        if ders:  # accepted by the TLS layer as sent; judged here against clientCAFile
+            cert = _verified_client_cert(ders, _CLIENT_CAS.get(ssl_obj.context, []))
             cns = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
             if cns and cns[0].value:
                 orgs = [str(a.value) for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
@@ -172,7 +179,11 @@ class KubeletServer:
 
     @web.middleware
     async def _auth_middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        who = await self.authenticate(request)
+        try:
+            who = await self.authenticate(request)
+        except CertError as err:
+            log.error("Unable to authenticate the request due to an error: %s", err)
+            who = None
         if who is None:
             return web.Response(status=401, text="Unauthorized")
         allowed, reason = await self.authorize(who[0], who[1], request)
@@ -182,11 +193,38 @@ class KubeletServer:
 
 
 def serving_ssl_context(cert_file: str, key_file: str, client_ca_file: str | None) -> ssl.SSLContext:
-    """TLS for :10250: our serving pair; client certificates requested (not required) and verified against the CA."""
+    """TLS for :10250: our serving pair; client certificates requested (not required) and accepted as sent, as the
+    kubelet's Go server does: the authenticator verifies them against the CA, so a bad one gets 401, not a reset."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(cert_file, key_file)
     if client_ca_file:
-        ctx.load_verify_locations(cafile=client_ca_file)
-        ctx.verify_mode = ssl.CERT_OPTIONAL
+        _CLIENT_CAS[ctx] = parse_certs_pem(Path(client_ca_file).read_bytes(), client_ca_file)
+        request_client_certificates(ctx, client_ca_file)
     return ctx
+
+
+#: clientCAFile's certificates per serving context (the context the connection's SSLObject reports).
+_CLIENT_CAS: weakref.WeakKeyDictionary[ssl.SSLContext, list[x509.Certificate]] = weakref.WeakKeyDictionary()
+
+
+def _verified_client_cert(ders: tuple[bytes, ...], roots: list[x509.Certificate]) -> x509.Certificate:
+    """The leaf, if it chains to one of `roots` (through the sent intermediates), is valid now and allows client
+    auth (Go's x509 authenticator); else CertError with Go's message."""
+    chain = [x509.load_der_x509_certificate(d) for d in ders]
+    leaf, intermediates = chain[0], chain[1:]
+    if not roots:
+        raise CertError("x509: certificate signed by unknown authority")
+    err: CertError | None = None
+    for root in roots:
+        try:
+            verify_cert_chain(leaf, root, intermediates)
+        except CertError as e:
+            err = err or e
+            continue
+        usages = ext_key_usages(leaf)
+        if usages and ExtendedKeyUsageOID.CLIENT_AUTH not in usages and _ANY_EKU not in usages:
+            raise CertError("x509: certificate specifies an incompatible key usage")
+        return leaf
+    assert err is not None
+    raise err

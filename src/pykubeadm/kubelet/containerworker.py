@@ -1,0 +1,378 @@
+"""One container of a Pod as a process: image → argv, start (shim or direct), probes, exit, ContainerStatus fields.
+
+Owned by `podworker.PodWorker`, which decides restarts (restartPolicy, back-off) and termination. For API Pods the
+container's record (restartCount, state, lastState, containerID) is kept in `<pod dir>/containers/<name>/state.json`
+so a restarted kubelet adopts the running shim instead of starting a second process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pykubeadm.kubelet import images
+from pykubeadm.kubelet.podstatus import now as _now
+from pykubeadm.kubelet.probes import Probe, run_probe
+from pykubeadm.kubelet.shim import DirectProcess, ShimProcess
+
+if TYPE_CHECKING:
+    from pykubeadm.kubelet.podworker import PodWorker
+
+__all__ = ["BackOff", "ContainerConfigError", "ContainerWorker"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BackOff:
+    """Kubelet container restart back-off: 0 s first, then `initial` doubling to `cap`; reset after `reset_after`."""
+
+    initial: float = 10.0
+    cap: float = 300.0
+    reset_after: float = 600.0
+    current: float = 0.0
+
+    def next_delay(self, ran_for: float) -> float:
+        if ran_for >= self.reset_after:
+            self.current = 0.0
+        delay = self.current
+        self.current = self.initial if self.current == 0 else min(self.current * 2, self.cap)
+        return delay
+
+
+@dataclass
+class ContainerWorker:
+    """One container (regular or init): its process, probe state and the ContainerStatus fields."""
+
+    pod: PodWorker
+    spec: dict[str, Any]
+    init: bool = False
+    restart_count: int = 0
+    state: dict[str, Any] = field(default_factory=lambda: {"waiting": {"reason": "ContainerCreating"}})
+    last_state: dict[str, Any] = field(default_factory=dict)
+    ready: bool = False
+    started: bool = False
+    container_id: str = ""
+    proc: Any = None
+    backoff: BackOff = field(default_factory=BackOff)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    enter_prefix: list[str] = field(default_factory=list)
+    restart_pending: bool = False
+    _kill_reason: str | None = None
+    _pull_failures: int = 0
+
+    @property
+    def name(self) -> str:
+        return str(self.spec.get("name", ""))
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None and self.proc.returncode is None else None
+
+    @property
+    def field_path(self) -> str:
+        return f"spec.{'initContainers' if self.init else 'containers'}{{{self.name}}}"
+
+    @property
+    def dir(self) -> Path:
+        return self.pod.pod_dir / "containers" / self.name
+
+    def log_path(self, restart: int | None = None) -> Path:
+        return self.pod.log_dir / self.name / f"{self.restart_count if restart is None else restart}.log"
+
+    def status(self) -> dict[str, Any]:
+        image = self.spec.get("image", "")
+        out: dict[str, Any] = {
+            "name": self.name,
+            "state": self.state,
+            "lastState": self.last_state,
+            "ready": self.ready,
+            "restartCount": self.restart_count,
+            "image": image,
+            "imageID": image,
+            "started": self.started,
+        }
+        if self.container_id:
+            out["containerID"] = f"pykubeadm://{self.container_id}"
+        return out
+
+    # --- record (API Pods) ----------------------------------------------------------------------------------------
+    def save(self) -> None:
+        if not self.pod.persistent:
+            return
+        self.dir.mkdir(parents=True, exist_ok=True)
+        data = {
+            "restartCount": self.restart_count,
+            "state": self.state,
+            "lastState": self.last_state,
+            "containerID": self.container_id,
+            "backoff": self.backoff.current,
+            "restartPending": self.restart_pending,
+        }
+        tmp = self.dir / "state.json.tmp"
+        tmp.write_text(json.dumps(data))
+        tmp.replace(self.dir / "state.json")
+
+    def load(self) -> ShimProcess | None:
+        """Restore the record; the running (or exited, unrecorded) shim of the current instance, if any."""
+        if not self.pod.persistent:
+            return None
+        try:
+            data = json.loads((self.dir / "state.json").read_text())
+        except (OSError, ValueError):
+            return None
+        self.restart_count = int(data.get("restartCount", 0))
+        self.state = data.get("state") or self.state
+        self.last_state = data.get("lastState") or {}
+        self.container_id = data.get("containerID") or ""
+        self.backoff.current = float(data.get("backoff") or 0)
+        self.restart_pending = bool(data.get("restartPending"))
+        if "running" in self.state and self.container_id:
+            return ShimProcess.adopt(self.dir / self.container_id)
+        return None
+
+    # --- one run --------------------------------------------------------------------------------------------------
+    def _wait(self, reason: str, message: str = "") -> None:
+        waiting: dict[str, Any] = {"reason": reason}
+        if message:
+            waiting["message"] = message
+            log.warning("pod %s container %s: %s: %s", self.pod.key, self.name, reason, message)
+        self.state = {"waiting": waiting}
+        self.ready = self.started = False
+        self.save()
+        self.pod.changed()
+
+    def _event(self, kind: str, reason: str, message: str) -> None:
+        self.pod.event(kind, reason, message, self.field_path)
+
+    async def prepare(self) -> list[str] | None:
+        """Resolve the image and environment: the argv to run, or None (the container is left Waiting)."""
+        pod = self.pod
+        image = str(self.spec.get("image", ""))
+        try:
+            resolved = pod.resolve_image(image)
+        except images.ImageError as e:
+            self._pull_failures += 1
+            if self._pull_failures == 1 or e.reason != "ErrImagePull":
+                self._event("Warning", "Failed", e.message)
+                self._event("Warning", "Failed", f"Error: {e.reason}")
+                self._wait(e.reason, e.message)
+            else:
+                self._event("Normal", "BackOff", f'Back-off pulling image "{image}"')
+                self._event("Warning", "Failed", "Error: ImagePullBackOff")
+                self._wait("ImagePullBackOff", f'Back-off pulling image "{image}": ErrImagePull: {e.message}')
+            return None
+        self._pull_failures = 0
+        try:
+            argv, env, cwd, prefix = await pod.container_process(self, resolved)
+        except ContainerConfigError as e:
+            self._event("Warning", "Failed", f"Error: {e}")
+            self._wait("CreateContainerConfigError", str(e))
+            return None
+        self._event("Normal", "Pulled", f'Container image "{image}" already present on machine')
+        self.env, self.cwd, self.enter_prefix = env, cwd, prefix
+        return argv
+
+    async def start(self, argv: list[str]) -> bool:
+        pod = self.pod
+        if self.restart_pending:  # the restart happens now: it counts from here (and names the new log file)
+            self.restart_count += 1
+            self.restart_pending = False
+        self.container_id = secrets.token_hex(32)
+        self._kill_reason = None
+        try:
+            if pod.persistent:
+                self.proc = await ShimProcess.start(
+                    self.dir / self.container_id, argv, self.env, self.log_path(), self.cwd
+                )
+            else:
+                self.proc = await DirectProcess.start(argv, self.env, self.log_path(), self.cwd)
+        except OSError as e:
+            self._event("Warning", "Failed", f"Error: failed to start container {self.name}: {e}")
+            self._wait("RunContainerError", f"failed to start {argv[0]}: {e}")
+            return False
+        self._event("Normal", "Created", f"Created container: {self.name}")
+        self._event("Normal", "Started", f"Started container {self.name}")
+        self.state = {"running": {"startedAt": _now()}}
+        self.started = self.ready = False
+        self.save()
+        log.info("pod %s: started container %s (pid %s): %s", pod.key, self.name, self.pid, " ".join(argv))
+        pod.changed()
+        return True
+
+    async def wait_exit(self) -> tuple[int, float]:
+        """Run probes while the process lives; record its termination; (exit code, seconds it ran)."""
+        loop = asyncio.get_running_loop()
+        started_mono = loop.time()
+        probes = None if self.init else asyncio.ensure_future(self._probe_loop(started_mono))
+        if self.init:
+            self.started = False
+        try:
+            code = await self.proc.wait()
+        finally:
+            if probes is not None:
+                probes.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await probes
+        ran_for = loop.time() - started_mono
+        self.ready = self.started = False
+        terminated: dict[str, Any] = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": self.state.get("running", {}).get("startedAt", _now()),
+            "finishedAt": _now(),
+            "containerID": f"pykubeadm://{self.container_id}",
+        }
+        if code > 128 and code - 128 < 65:
+            terminated["signal"] = code - 128
+        if self._kill_reason:
+            terminated["message"] = self._kill_reason
+        self.state = {"terminated": terminated}
+        self.save()
+        self.pod.changed()
+        return code, ran_for
+
+    def mark_restart(self) -> None:
+        """The terminated instance becomes lastState; the next start counts one more restart."""
+        if "terminated" in self.state:
+            self.last_state = {"terminated": self.state["terminated"]}
+        self.restart_pending = True
+        self.save()
+
+    # --- stop -----------------------------------------------------------------------------------------------------
+    async def stop(self, grace: float, reason: str = "") -> None:
+        """preStop hook, SIGTERM, `grace` seconds, SIGKILL of everything the container left (the Killing event)."""
+        proc = self.proc
+        if proc is None or proc.returncode is not None or not proc.running():
+            return
+        self._event("Normal", "Killing", reason or f"Stopping container {self.name}")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        pre = ((self.spec.get("lifecycle") or {}).get("preStop") or {}).get("exec")
+        if pre and pre.get("command"):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.exec_in([str(x) for x in pre["command"]]), max(0.1, grace))
+        proc.signal(signal.SIGTERM)
+        waiter = asyncio.ensure_future(proc.wait())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(waiter), max(0.0, deadline - loop.time()))
+        proc.kill_all()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(waiter, 5.0)
+
+    async def exec_in(self, command: list[str], timeout: float = 10.0) -> int:
+        """Run a command in the container (preStop and exec probes): its namespaces when isolated, else the host."""
+        if not command:
+            return 0
+        argv = [*self.enter_prefix, *command] if self.enter_prefix else [images.host_program(command[0]), *command[1:]]
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+                env=self.env or None,
+                cwd=self.cwd if self.cwd and os.path.isdir(self.cwd) else None,
+            )
+        except OSError:
+            return 127
+        try:
+            return await asyncio.wait_for(proc.wait(), timeout)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            return -1
+
+    # --- probes ---------------------------------------------------------------------------------------------------
+    async def _probe(self, probe: Probe) -> tuple[bool, str]:
+        if "exec" in probe.spec:
+            cmd = [str(x) for x in (probe.spec["exec"] or {}).get("command") or []]
+            code = await self.exec_in(cmd, probe.timeout)
+            if code == -1:
+                return False, f"command {cmd!r} timed out"
+            return code == 0, "" if code == 0 else f"command {cmd!r} exited with {code}"
+        res = await run_probe(probe, self.pod.pod_ip, self._named_ports())
+        return res.ok, res.message
+
+    def _named_ports(self) -> dict[str, int]:
+        return {p["name"]: int(p["containerPort"]) for p in self.spec.get("ports") or [] if p.get("name")}
+
+    async def _kill(self, why: str, kind: str) -> None:
+        self._kill_reason = why
+        log.warning("pod %s: container %s %s, will be restarted", self.pod.key, self.name, why)
+        await self.stop(self.pod.grace, f"Container {self.name} failed {kind} probe, will be restarted")
+
+    async def _probe_loop(self, started_mono: float) -> None:
+        loop = asyncio.get_running_loop()
+        startup = Probe.parse(self.spec.get("startupProbe"))
+        liveness = Probe.parse(self.spec.get("livenessProbe"))
+        readiness = Probe.parse(self.spec.get("readinessProbe"))
+        if startup is not None:
+            await asyncio.sleep(startup.initial_delay)
+            failures = 0
+            while True:
+                ok, msg = await self._probe(startup)
+                if ok:
+                    break
+                failures += 1
+                self._event("Warning", "Unhealthy", f"Startup probe failed: {msg}")
+                if failures >= startup.failure_threshold:
+                    await self._kill(f"failed startup probe: {msg}", "startup")
+                    return
+                await asyncio.sleep(startup.period)
+        self.started = True
+        if readiness is None:
+            self.ready = True
+        self.pod.changed()
+        tasks = []
+        if liveness is not None:
+            tasks.append(self._liveness(liveness, max(0.0, started_mono + liveness.initial_delay - loop.time())))
+        if readiness is not None:
+            tasks.append(self._readiness(readiness))
+        if tasks:
+            await asyncio.gather(*tasks)
+
+    async def _liveness(self, probe: Probe, delay: float) -> None:
+        await asyncio.sleep(delay)
+        failures = 0
+        while True:
+            ok, msg = await self._probe(probe)
+            failures = 0 if ok else failures + 1
+            if not ok:
+                self._event("Warning", "Unhealthy", f"Liveness probe failed: {msg}")
+            if failures >= probe.failure_threshold:
+                await self._kill(f"failed liveness probe: {msg}", "liveness")
+                return
+            await asyncio.sleep(probe.period)
+
+    async def _readiness(self, probe: Probe) -> None:
+        await asyncio.sleep(probe.initial_delay)
+        ok_count = fail_count = 0
+        while True:
+            ok, msg = await self._probe(probe)
+            if ok:
+                ok_count, fail_count = ok_count + 1, 0
+                if ok_count >= probe.success_threshold and not self.ready:
+                    self.ready = True
+                    self.pod.changed()
+            else:
+                ok_count, fail_count = 0, fail_count + 1
+                self._event("Warning", "Unhealthy", f"Readiness probe failed: {msg}")
+                if fail_count >= probe.failure_threshold and self.ready:
+                    self.ready = False
+                    self.pod.changed()
+            await asyncio.sleep(probe.period)
+
+
+class ContainerConfigError(Exception):
+    """The container's configuration cannot be built (CreateContainerConfigError)."""

@@ -1,0 +1,244 @@
+"""Per-container shim: containers that outlive the kubelet, and how a restarted kubelet adopts them.
+
+As containerd-shim or conmon do, a small parent process (the host's `/bin/sh`, ~1 MB) sits between the kubelet and the
+container: it runs in its own session (so `pykubeadm reset` finds it by the node root in its arguments and stops its
+whole process group: the container and its children), writes the container's pid to `<dir>/pid` before exec, waits for
+it and records its exit status in `<dir>/exit` (128+N for signal N, as a shell reports it). The kubelet watches the shim
+through a pidfd, so it learns of the exit whether or not the shim is its child. `ShimProcess.save()`/`adopt()` keep the
+shim's pid with its start time (field 22 of /proc/PID/stat) so a reused pid is never mistaken for the shim.
+
+The direct launcher (`DirectProcess`) is the static Pods' way: a plain child with PR_SET_PDEATHSIG, gone with the
+kubelet, as the control plane's processes have always been run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import json
+import os
+import signal
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pykubeadm.kubelet import runtime
+
+__all__ = ["DirectProcess", "ShimProcess", "proc_start_time"]
+
+_SHIM = (
+    "trap : TERM INT HUP\n"  # outlive a signal to the group: the container decides, a SIGKILL takes all (reset)
+    'd="$1"; shift\n'
+    '/bin/sh -c \'echo $$ >"$0/pid.tmp" && mv "$0/pid.tmp" "$0/pid" && exec "$@"\' "$d" "$@"\n'
+    'echo $? >"$d/exit.tmp"; mv "$d/exit.tmp" "$d/exit"\n'
+)
+
+
+def proc_start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (guards against pid reuse), or None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] == "Z":
+        return None
+    return int(fields[19])
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except OSError:
+        return None
+
+
+async def _wait_fd(fd: int) -> None:
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[None] = loop.create_future()
+
+    def ready() -> None:
+        if not fut.done():
+            fut.set_result(None)
+
+    loop.add_reader(fd, ready)
+    try:
+        await fut
+    finally:
+        loop.remove_reader(fd)
+
+
+class ShimProcess:
+    """A container run under a shim in `dir` (the instance directory); `pid` is the container's main process."""
+
+    def __init__(self, dir: Path, shim_pid: int, shim_start: int, pid: int | None) -> None:
+        self.dir = dir
+        self.shim_pid = shim_pid
+        self.shim_start = shim_start
+        self.pid = pid
+        self._shim_fd = _pidfd(shim_pid)
+        self._main_fd = _pidfd(pid) if pid else None
+        self.returncode: int | None = None
+
+    # --- start and adopt ------------------------------------------------------------------------------------------
+    @classmethod
+    async def start(
+        cls, dir: Path, argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: str | None = None
+    ) -> ShimProcess:
+        """Start `argv` under a new shim, output appended to `log_path`."""
+        dir.mkdir(parents=True, exist_ok=True)
+        for name in ("pid", "exit"):
+            (dir / name).unlink(missing_ok=True)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        try:
+            actions = [
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_DUP2, log_fd, 1),
+                (os.POSIX_SPAWN_DUP2, log_fd, 2),
+            ]
+            sh_argv = ["/bin/sh", "-c", _SHIM, "pykubeadm-shim", str(dir), *argv]
+            if cwd:
+                sh_argv = ["/bin/sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", cwd, *sh_argv]
+            shim_pid = os.posix_spawn("/bin/sh", sh_argv, dict(env), file_actions=actions, setsid=True)
+        finally:
+            os.close(log_fd)
+        start = proc_start_time(shim_pid) or 0
+        proc = cls(dir, shim_pid, start, None)
+        proc.save()
+        pid = await proc._read_pid(timeout=5.0)
+        proc.pid = pid
+        proc._main_fd = _pidfd(pid) if pid else None
+        proc.save()
+        return proc
+
+    async def _read_pid(self, timeout: float) -> int | None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        delay = 0.001
+        while True:
+            with contextlib.suppress(OSError, ValueError):
+                return int((self.dir / "pid").read_text().strip())
+            if (self.dir / "exit").exists() or loop.time() > deadline:
+                return None
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+    def save(self) -> None:
+        data = {"shimPid": self.shim_pid, "shimStart": self.shim_start, "pid": self.pid}
+        tmp = self.dir / "shim.json.tmp"
+        tmp.write_text(json.dumps(data))
+        tmp.replace(self.dir / "shim.json")
+
+    @classmethod
+    def adopt(cls, dir: Path) -> ShimProcess | None:
+        """The shim recorded in `dir` if it still runs (same pid and start time), or one that already exited (its
+        exit file is there); None when there is nothing to adopt."""
+        try:
+            data = json.loads((dir / "shim.json").read_text())
+        except (OSError, ValueError):
+            return None
+        proc = cls.__new__(cls)
+        proc.dir = dir
+        proc.shim_pid = int(data["shimPid"])
+        proc.shim_start = int(data["shimStart"])
+        proc.pid = data.get("pid")
+        proc.returncode = None
+        alive = proc_start_time(proc.shim_pid) == proc.shim_start
+        proc._shim_fd = _pidfd(proc.shim_pid) if alive else None
+        if alive and proc_start_time(proc.shim_pid) != proc.shim_start:  # exited between the two reads
+            os.close(proc._shim_fd)  # type: ignore[arg-type]
+            proc._shim_fd = None
+        proc._main_fd = _pidfd(proc.pid) if proc._shim_fd is not None and proc.pid else None
+        if proc._shim_fd is None and proc._exit_code() is None:
+            proc.returncode = 255  # the shim died with its container and could not record the exit
+        return proc
+
+    # --- exit -----------------------------------------------------------------------------------------------------
+    def _exit_code(self) -> int | None:
+        try:
+            return int((self.dir / "exit").read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def running(self) -> bool:
+        return self.returncode is None and self._shim_fd is not None and self._exit_code() is None
+
+    async def wait(self) -> int:
+        """The container's exit status (128+N after signal N; 137 when the shim was killed with it)."""
+        if self.returncode is not None:
+            return self.returncode
+        if self._shim_fd is not None:
+            await _wait_fd(self._shim_fd)
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(self.shim_pid, os.WNOHANG)  # ours: reap it (an adopted shim is init's)
+        code = self._exit_code()
+        self.returncode = 137 if code is None else code
+        self._close()
+        return self.returncode
+
+    def _close(self) -> None:
+        for fd in (self._shim_fd, self._main_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._shim_fd = self._main_fd = None
+
+    # --- signals --------------------------------------------------------------------------------------------------
+    def signal(self, sig: int) -> None:
+        """Signal the container's main process (through its pidfd: never a reused pid)."""
+        if self._main_fd is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self._main_fd, sig)
+
+    def kill_all(self) -> None:
+        """SIGKILL the container's main process, then everything left in the shim's process group."""
+        self.signal(signal.SIGKILL)
+        if self._shim_fd is not None or self.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.shim_pid, signal.SIGKILL)
+
+
+def _pdeathsig() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Ask Linux to SIGKILL the child when the kubelet dies, even if the kubelet is killed with SIGKILL."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class DirectProcess:
+    """A container as the kubelet's own child (static Pods): it dies with the kubelet."""
+
+    def __init__(self, proc: Any) -> None:
+        self.proc = proc
+        self.pid: int | None = proc.pid
+        self.returncode: int | None = None
+
+    @classmethod
+    async def start(
+        cls,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        log_path: Path,
+        cwd: str | None = None,
+        preexec: Callable[[], None] | None = _pdeathsig,
+    ) -> DirectProcess:
+        proc = await runtime.start_process(argv, env, log_path, Path(cwd) if cwd else None, preexec=preexec)
+        return cls(proc)
+
+    def running(self) -> bool:
+        return self.proc.returncode is None
+
+    async def wait(self) -> int:
+        code = await self.proc.wait()
+        self.returncode = code if code >= 0 else 128 - code
+        return self.returncode
+
+    def signal(self, sig: int) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, sig)
+
+    def kill_all(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)

@@ -1,0 +1,314 @@
+"""API Pods on the built-in kubelet, end to end: one lab (a control plane and one worker), the machine's kubectl, real
+processes. Pods run, complete, crash-loop, fail readiness, fail to pull, are deleted gracefully, and survive a
+kubelet restart (adopted: same process, no duplicate)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.e2e.test_lab import Lab, _kill_leftovers, _lab_up, pykubeadm
+
+pytestmark = pytest.mark.e2e
+
+WORKER = "lab-worker"
+PAUSE = "registry.k8s.io/pause:3.10"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    lab_dir = tmp_path_factory.mktemp("podlab")
+    try:
+        yield _lab_up(lab_dir, "--workers", "1", "--image", "example.com/hello=/bin/echo hi from the image map")
+    finally:
+        pykubeadm("lab", "down", "--dir", str(lab_dir))
+        left = _kill_leftovers(lab_dir)
+        assert not left, f"reset left Pod processes running: {left}"  # shims, sandboxes and their children
+
+
+def wait_for(pred: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def apply(lab: Lab, pod: dict[str, Any]) -> None:
+    res = subprocess.run(
+        ["kubectl", "--kubeconfig", str(lab.admin), "apply", "-f", "-"],
+        input=json.dumps(pod),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 0, res.stderr
+
+
+def pod_json(lab: Lab, name: str) -> dict[str, Any] | None:
+    res = lab.kubectl("get", "pod", name, "-o", "json", check=False)
+    return json.loads(res.stdout) if res.returncode == 0 else None
+
+
+def container_status(lab: Lab, name: str) -> dict[str, Any]:
+    pod = pod_json(lab, name) or {}
+    return ((pod.get("status") or {}).get("containerStatuses") or [{}])[0]
+
+
+def condition(pod: dict[str, Any], kind: str) -> str:
+    return next((c["status"] for c in pod["status"].get("conditions") or [] if c["type"] == kind), "")
+
+
+def simple_pod(name: str, image: str, command: list[str] | None = None, **spec: Any) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": name, "image": image}
+    if command:
+        container["command"] = command
+    container.update(spec.pop("container", {}))
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {"containers": [container], **spec}}
+
+
+def main_pid(lab: Lab, pod: dict[str, Any]) -> int:
+    """The container's host pid, from its shim's record in the Pod's directory on the worker."""
+    uid = pod["metadata"]["uid"]
+    cid = pod["status"]["containerStatuses"][0]["containerID"].split("://", 1)[1]
+    name = pod["spec"]["containers"][0]["name"]
+    shim = lab.root(WORKER) / "var/lib/kubelet/pods" / uid / "containers" / name / cid / "shim.json"
+    return int(json.loads(shim.read_text())["pid"])
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def processes_of(pod_dir: str) -> list[int]:
+    """Processes whose command line names the Pod's directory (its shims and sandbox launchers)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if pod_dir.encode() in (entry / "cmdline").read_bytes():
+                    out.append(int(entry.name))
+            except OSError:
+                pass
+    return out
+
+
+def running_and_ready(lab: Lab, name: str) -> dict[str, Any] | None:
+    pod = pod_json(lab, name)
+    if pod and pod["status"].get("phase") == "Running" and condition(pod, "Ready") == "True":
+        return pod
+    return None
+
+
+def test_busybox_runs_to_completion_with_its_service_account_volume(lab: Lab) -> None:
+    lab.kubectl(
+        "run", "t", "--image=busybox", "--restart=Never", "--",
+        "sh", "-c", "echo hello; cat /var/run/secrets/kubernetes.io/serviceaccount/namespace",
+    )  # fmt: skip
+    pod = wait_for(lambda: (p := pod_json(lab, "t")) and p["status"].get("phase") == "Succeeded" and p, 60, "t done")
+    assert pod["spec"]["nodeName"] == WORKER
+    assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+    assert condition(pod, "Ready") == "False" and condition(pod, "Initialized") == "True"
+    logs = lab.kubectl("logs", "t").stdout.split()
+    assert logs == ["hello", "default"]
+
+
+def test_pause_pod_runs_and_is_ready_with_the_kubelets_status(lab: Lab) -> None:
+    lab.kubectl("run", "p1", f"--image={PAUSE}")
+    pod = wait_for(lambda: running_and_ready(lab, "p1"), 60, "p1 Running and Ready")
+    st = pod["status"]
+    address = lab.kubectl("get", "node", WORKER, "-o", "jsonpath={.status.addresses[0].address}").stdout
+    assert st["podIP"] == st["hostIP"] == address and st["podIPs"] == [{"ip": address}]
+    assert [c["type"] for c in st["conditions"]] == [
+        "PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled",
+    ]  # fmt: skip
+    assert st["qosClass"] == "BestEffort" and st["startTime"]
+    cs = st["containerStatuses"][0]
+    assert cs["ready"] and cs["started"] and cs["restartCount"] == 0 and "running" in cs["state"]
+    assert cs["containerID"].startswith("pykubeadm://")
+    events = lab.kubectl("get", "events", "--field-selector", "involvedObject.name=p1", "-o", "json").stdout
+    reasons = {e["reason"]: e for e in json.loads(events)["items"]}
+    assert {"Pulled", "Created", "Started"} <= set(reasons)
+    assert reasons["Pulled"]["message"] == f'Container image "{PAUSE}" already present on machine'
+    assert reasons["Started"]["source"] == {"component": "kubelet", "host": WORKER}
+
+
+def test_delete_is_graceful_confirmed_by_the_kubelet_and_leaves_no_process(lab: Lab) -> None:
+    grace = 3
+    apply(
+        lab,
+        simple_pod("stubborn", "busybox", ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"],
+                   terminationGracePeriodSeconds=grace),
+    )  # fmt: skip
+    pod = wait_for(lambda: running_and_ready(lab, "stubborn"), 60, "stubborn Running")
+    pid = main_pid(lab, pod)
+    pod_dir = str(lab.root(WORKER) / "var/lib/kubelet/pods" / pod["metadata"]["uid"])
+    assert alive(pid) and processes_of(pod_dir)
+    start = time.monotonic()
+    lab.kubectl("delete", "pod", "stubborn", "--wait=true")
+    took = time.monotonic() - start
+    assert grace - 0.5 <= took <= grace + 2 + 2, f"delete took {took:.1f}s"  # SIGTERM ignored: SIGKILL after grace
+    assert pod_json(lab, "stubborn") is None
+    assert not alive(pid) and processes_of(pod_dir) == []
+
+
+def test_crashing_container_goes_into_crash_loop_back_off(lab: Lab) -> None:
+    lab.kubectl("run", "crash", "--image=busybox", "--", "sh", "-c", "echo boom; exit 3")
+    cs = wait_for(
+        lambda: (
+            (s := container_status(lab, "crash")).get("state", {}).get("waiting", {}).get("reason")
+            == "CrashLoopBackOff"
+            and s
+        ),
+        60,
+        "CrashLoopBackOff",
+    )
+    assert cs["restartCount"] >= 1 and cs["lastState"]["terminated"]["exitCode"] == 3
+    assert "back-off 10s restarting failed container=crash" in cs["state"]["waiting"]["message"]
+    later = wait_for(
+        lambda: (
+            "back-off 20s"
+            in ((s := container_status(lab, "crash")).get("state", {}).get("waiting") or {}).get("message", "")
+            and s
+        ),
+        90,
+        "the back-off to double",
+    )
+    assert later["restartCount"] > cs["restartCount"]
+    assert lab.kubectl("logs", "crash", "--previous").stdout.strip() == "boom"
+    pod = pod_json(lab, "crash")
+    assert pod is not None and pod["status"]["phase"] == "Running" and condition(pod, "Ready") == "False"
+    lab.kubectl("delete", "pod", "crash", "--wait=true")
+
+
+def test_failing_readiness_probe_keeps_ready_false(lab: Lab) -> None:
+    probe = {"exec": {"command": ["sh", "-c", "exit 1"]}, "periodSeconds": 1}  # run in the container
+    apply(lab, simple_pod("unready", "busybox", ["sh", "-c", "sleep 3600"], container={"readinessProbe": probe}))
+    wait_for(
+        lambda: "Readiness probe failed" in lab.kubectl("describe", "pod", "unready").stdout, 60, "Unhealthy event"
+    )
+    pod = pod_json(lab, "unready")
+    assert pod is not None and pod["status"]["phase"] == "Running"
+    assert condition(pod, "Ready") == "False" and condition(pod, "ContainersReady") == "False"
+    cs = pod["status"]["containerStatuses"][0]
+    assert cs["started"] and not cs["ready"] and "running" in cs["state"]
+    lab.kubectl("delete", "pod", "unready", "--wait=true", "--grace-period=1")
+
+
+def test_unknown_image_is_image_pull_back_off_saying_how_to_map_it(lab: Lab) -> None:
+    lab.kubectl("run", "nope", "--image=nginx:1.25")
+    waiting = wait_for(
+        lambda: (
+            (w := container_status(lab, "nope").get("state", {}).get("waiting") or {}).get("reason")
+            == "ImagePullBackOff"
+            and w
+        ),
+        60,
+        "ImagePullBackOff",
+    )
+    message = waiting["message"]
+    assert '"nginx:1.25"' in message and "etc/pykubeadm/images.yaml" in message and "--image nginx=" in message
+    assert pod_json(lab, "nope")["status"]["phase"] == "Pending"  # type: ignore[index]
+    lab.kubectl("delete", "pod", "nope", "--wait=true")
+
+
+def test_image_map_from_lab_up_runs_the_mapped_program(lab: Lab) -> None:
+    lab.kubectl("run", "mapped", "--image=example.com/hello:v1", "--restart=Never")
+    wait_for(lambda: (p := pod_json(lab, "mapped")) and p["status"].get("phase") == "Succeeded", 60, "mapped done")
+    assert lab.kubectl("logs", "mapped").stdout.strip() == "hi from the image map"
+
+
+def test_restarted_kubelet_adopts_running_pods(lab: Lab) -> None:
+    lab.kubectl("run", "keep", f"--image={PAUSE}")
+    pod = wait_for(lambda: running_and_ready(lab, "keep"), 60, "keep Running")
+    pid = main_pid(lab, pod)
+    pod_dir = str(lab.root(WORKER) / "var/lib/kubelet/pods" / pod["metadata"]["uid"])
+    before = sorted(processes_of(pod_dir))
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from pykubeadm.layout import Layout; "
+            "from pykubeadm.phases.kubeletservice import start_kubelet; print(start_kubelet(Layout(Path(sys.argv[1]))))",
+            str(lab.root(WORKER)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"},
+    )
+    assert res.returncode == 0, res.stderr
+    new_pid = res.stdout.split()[-1]
+    log = lab.root(WORKER) / "var/log/pykubeadm/kubelet.log"
+    synced = f" {new_pid} pykubeadm.kubelet.pods] synced"
+    wait_for(lambda: synced in log.read_text(errors="replace"), 60, "the restarted kubelet to sync its Pods")
+    wait_for(lambda: running_and_ready(lab, "keep"), 30, "keep still Running")
+    pod = pod_json(lab, "keep")
+    assert pod is not None and main_pid(lab, pod) == pid and alive(pid)
+    assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
+    assert sorted(processes_of(pod_dir)) == before  # no second shim or sandbox
+    lab.kubectl("delete", "pod", "keep", "--wait=true")  # the adopted container is stopped and confirmed
+    assert not alive(pid)
+
+
+def test_init_containers_run_in_order_before_the_containers(lab: Lab) -> None:
+    pod = simple_pod("inits", "busybox", ["sh", "-c", "echo main"], restartPolicy="Never")
+    pod["spec"]["initContainers"] = [
+        {"name": "one", "image": "busybox", "command": ["sh", "-c", "echo one"]},
+        {"name": "two", "image": "busybox", "command": ["sh", "-c", "echo two"]},
+    ]
+    apply(lab, pod)
+    done = wait_for(lambda: (p := pod_json(lab, "inits")) and p["status"].get("phase") == "Succeeded" and p, 60, "done")
+    inits = done["status"]["initContainerStatuses"]
+    assert [s["name"] for s in inits] == ["one", "two"]
+    assert all(s["state"]["terminated"]["exitCode"] == 0 for s in inits)
+    one = inits[0]["state"]["terminated"]["finishedAt"]
+    two = inits[1]["state"]["terminated"]["startedAt"]
+    main = done["status"]["containerStatuses"][0]["state"]["terminated"]["startedAt"]
+    assert one <= two <= main
+    assert lab.kubectl("logs", "inits").stdout.strip() == "main"
+
+
+def test_active_deadline_fails_the_pod_and_stops_its_process(lab: Lab) -> None:
+    apply(lab, simple_pod("deadline", "busybox", ["sh", "-c", "sleep 3600"], activeDeadlineSeconds=2))
+    pod = wait_for(lambda: (p := pod_json(lab, "deadline")) and p["status"].get("phase") == "Failed" and p, 60, "fail")
+    assert pod["status"]["reason"] == "DeadlineExceeded"
+    assert pod["status"]["message"] == "Pod was active on the node longer than the specified deadline"
+    uid = pod["metadata"]["uid"]
+    wait_for(lambda: not processes_of(str(lab.root(WORKER) / "var/lib/kubelet/pods" / uid)), 30, "no process left")
+
+
+def test_container_environment_has_service_links_and_downward_api(lab: Lab) -> None:
+    pod = simple_pod("envs", "busybox", ["sh", "-c", 'echo "$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT $NODE"'])
+    pod["spec"]["restartPolicy"] = "Never"
+    pod["spec"]["containers"][0]["env"] = [{"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
+    apply(lab, pod)
+    wait_for(lambda: (p := pod_json(lab, "envs")) and p["status"].get("phase") == "Succeeded", 60, "envs done")
+    ip = lab.kubectl("get", "svc", "kubernetes", "-o", "jsonpath={.spec.clusterIP}").stdout
+    assert lab.kubectl("logs", "envs").stdout.strip() == f"{ip}:443 {WORKER}"
+
+
+def test_pre_stop_hook_runs_in_the_container_before_it_is_stopped(lab: Lab) -> None:
+    pod = simple_pod("hooked", "busybox", ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.2; done"])
+    pod["spec"]["volumes"] = [{"name": "out", "hostPath": {"path": "/var/hook-out", "type": "DirectoryOrCreate"}}]
+    pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "out", "mountPath": "/out"}]
+    pod["spec"]["containers"][0]["lifecycle"] = {
+        "preStop": {"exec": {"command": ["sh", "-c", "echo bye > /out/prestop"]}}
+    }
+    apply(lab, pod)
+    wait_for(lambda: running_and_ready(lab, "hooked"), 60, "hooked Running")
+    lab.kubectl("delete", "pod", "hooked", "--wait=true")
+    assert (lab.root(WORKER) / "var/hook-out/prestop").read_text().strip() == "bye"
