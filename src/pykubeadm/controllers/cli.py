@@ -76,6 +76,8 @@ class KCMOptions:
     node_monitor_period: float
     node_monitor_grace_period: float
     node_startup_grace_period: float
+    terminated_pod_gc_threshold: int = 12500
+    max_endpoints_per_slice: int = 100
 
 
 def validate(opts: KCMOptions) -> list[str]:
@@ -190,6 +192,8 @@ async def run_kcm(opts: KCMOptions) -> int:
 @click.option("--node-monitor-period", type=GoDuration(), default="5s", show_default=True)
 @click.option("--node-monitor-grace-period", type=GoDuration(), default="40s", show_default=True)
 @click.option("--node-startup-grace-period", type=GoDuration(), default="1m0s", show_default=True)
+@click.option("--terminated-pod-gc-threshold", type=int, default=12500, show_default=True)
+@click.option("--max-endpoints-per-slice", type=click.IntRange(1, 1000), default=100, show_default=True)
 @bool_flag("--profiling", True, "Accepted for compatibility.")
 @click.option("--feature-gates", default="", help="Accepted for compatibility.")
 @click.option("--flex-volume-plugin-dir", default="", help="Accepted for compatibility.")
@@ -235,6 +239,8 @@ def command(ctx: click.Context, **flags: Any) -> None:
         node_monitor_period=flags["node_monitor_period"].total_seconds(),
         node_monitor_grace_period=flags["node_monitor_grace_period"].total_seconds(),
         node_startup_grace_period=flags["node_startup_grace_period"].total_seconds(),
+        terminated_pod_gc_threshold=flags["terminated_pod_gc_threshold"],
+        max_endpoints_per_slice=flags["max_endpoints_per_slice"],
     )
     problems = validate(opts)
     if problems:

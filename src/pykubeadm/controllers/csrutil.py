@@ -51,6 +51,8 @@ class CSRParseError(ValueError):
 def parse_csr(csr: Mapping[str, Any]) -> x509.CertificateSigningRequest:
     """Decode `spec.request` (base64 PEM in JSON) into a cryptography CSR object."""
     raw = (csr.get("spec") or {}).get("request") or ""
+    if not isinstance(raw, str | bytes | bytearray):
+        raise CSRParseError("spec.request is not valid base64")
     try:
         pem = base64.b64decode(raw, validate=True) if isinstance(raw, str) else bytes(raw)
     except (binascii.Error, ValueError) as err:
@@ -58,9 +60,11 @@ def parse_csr(csr: Mapping[str, Any]) -> x509.CertificateSigningRequest:
     if b"-----BEGIN CERTIFICATE REQUEST-----" not in pem:
         raise CSRParseError("PEM block type must be CERTIFICATE REQUEST")
     try:
-        return x509.load_pem_x509_csr(pem)
+        req = x509.load_pem_x509_csr(pem)
+        _ = req.subject, req.extensions  # parsed lazily: a malformed name or extension fails here, not later
     except ValueError as err:
         raise CSRParseError(f"failed to parse certificate request: {err}") from err
+    return req
 
 
 def parse_time(value: str | None) -> datetime | None:

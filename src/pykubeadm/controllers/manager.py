@@ -14,15 +14,28 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from pykubeadm.controllers.bootstrapsigner import BootstrapSignerController
+from pykubeadm.controllers.cronjob import CronJobController
 from pykubeadm.controllers.csrapproving import CSRApprovingController
 from pykubeadm.controllers.csrcleaner import CSRCleanerController
 from pykubeadm.controllers.csrsigning import CSRSigningController
+from pykubeadm.controllers.daemonset import DaemonSetController
+from pykubeadm.controllers.deployment import DeploymentController
+from pykubeadm.controllers.disruption import DisruptionController
+from pykubeadm.controllers.endpoints import EndpointController
+from pykubeadm.controllers.endpointslice import EndpointSliceController
+from pykubeadm.controllers.garbagecollector import GarbageCollectorController
+from pykubeadm.controllers.job import JobController
+from pykubeadm.controllers.namespace import NamespaceController
 from pykubeadm.controllers.nodeipam import NodeIPAMController
 from pykubeadm.controllers.nodelifecycle import NodeLifecycleController
+from pykubeadm.controllers.podgc import PodGCController
+from pykubeadm.controllers.replicaset import ReplicaSetController
 from pykubeadm.controllers.rootcacertpublisher import RootCACertPublisher
 from pykubeadm.controllers.runtime import Controller, ControllerContext, run_with_informers
 from pykubeadm.controllers.serviceaccount import ServiceAccountsController
+from pykubeadm.controllers.tainteviction import TaintEvictionController
 from pykubeadm.controllers.tokencleaner import TokenCleanerController
+from pykubeadm.controllers.ttlafterfinished import TTLAfterFinishedController
 
 __all__ = [
     "ALIASES",
@@ -47,6 +60,19 @@ CONTROLLERS: Final[dict[str, type[Controller]]] = {
     "serviceaccount": ServiceAccountsController,
     "nodeipam": NodeIPAMController,
     "nodelifecycle": NodeLifecycleController,
+    "replicaset": ReplicaSetController,
+    "deployment": DeploymentController,
+    "daemonset": DaemonSetController,
+    "taint-eviction-controller": TaintEvictionController,
+    "disruption": DisruptionController,
+    "endpoint": EndpointController,
+    "endpointslice": EndpointSliceController,
+    "podgc": PodGCController,
+    "garbagecollector": GarbageCollectorController,
+    "namespace": NamespaceController,
+    "cronjob": CronJobController,
+    "job": JobController,
+    "ttl-after-finished": TTLAfterFinishedController,
 }
 
 #: ≥1.28 long names → classic names.
@@ -60,6 +86,18 @@ ALIASES: Final[dict[str, str]] = {
     "serviceaccount-controller": "serviceaccount",
     "node-ipam-controller": "nodeipam",
     "node-lifecycle-controller": "nodelifecycle",
+    "replicaset-controller": "replicaset",
+    "deployment-controller": "deployment",
+    "daemonset-controller": "daemonset",
+    "disruption-controller": "disruption",
+    "endpoints-controller": "endpoint",
+    "endpointslice-controller": "endpointslice",
+    "pod-garbage-collector-controller": "podgc",
+    "garbage-collector-controller": "garbagecollector",
+    "namespace-controller": "namespace",
+    "cronjob-controller": "cronjob",
+    "job-controller": "job",
+    "ttl-after-finished-controller": "ttl-after-finished",
 }
 
 #: Every controller name kube-controller-manager knows (accepted in --controllers even if not implemented here).

@@ -4,7 +4,10 @@ Every --node-monitor-period (5 s) each Node's last heartbeat is the later of (a)
 kube-node-lease Lease change and (b) the Ready condition's lastHeartbeatTime. Past --node-monitor-grace-period
 (40 s; 60 s node-startup grace for a Node that never posted status) its conditions become Unknown /
 NodeStatusUnknown / "Kubelet stopped posting node status." Taints follow Ready: Unknown → node.kubernetes.io/unreachable,
-False → node.kubernetes.io/not-ready (NoSchedule and NoExecute), True → neither.
+False → node.kubernetes.io/not-ready (NoSchedule and NoExecute), True → neither. While a Node is not Ready, the Pods on
+it get Ready=False (kube's MarkPodsNotReady, with a `NodeNotReady` "Node is not ready" warning on each Pod) and the
+Node a `NodeNotReady` event when it stops being Ready. Evicting Pods from NoExecute-tainted Nodes is the separate
+taint-eviction-controller (tainteviction.py), as in kube ≥1.29.
 """
 
 from __future__ import annotations
@@ -18,14 +21,15 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Node, NodeStatus
+from lightkube.resources.core_v1 import Node, NodeStatus, Pod, PodStatus
 
 from pykubeadm import constants as c
 from pykubeadm.client import ApiError, is_conflict, is_not_found
+from pykubeadm.controllers.controllerutil_api import EventRecorder
 from pykubeadm.controllers.csrutil import parse_time
 from pykubeadm.controllers.runtime import Controller, TemporaryError
 
-__all__ = ["NodeLifecycleController", "desired_taints", "mark_unknown"]
+__all__ = ["NodeLifecycleController", "desired_taints", "mark_pod_not_ready", "mark_unknown"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +74,11 @@ def mark_unknown(node: Mapping[str, Any], now: datetime, never_updated: bool) ->
     return new if changed else None
 
 
+def _ready_status(node: Mapping[str, Any]) -> str | None:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return next((cond.get("status") for cond in conditions if cond.get("type") == "Ready"), None)
+
+
 def desired_taints(
     taints: list[dict[str, Any]], ready_status: str | None, now: datetime
 ) -> list[dict[str, Any]] | None:
@@ -87,6 +96,18 @@ def desired_taints(
     return None if kept == taints else kept
 
 
+def mark_pod_not_ready(pod: Mapping[str, Any], now: datetime) -> dict[str, Any] | None:
+    """The Pod with its Ready condition False (None when it has no Ready condition or it is not True)."""
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    if not any(cond.get("type") == "Ready" and cond.get("status") == "True" for cond in conditions):
+        return None
+    new = copy.deepcopy(dict(pod))
+    for cond in new["status"]["conditions"]:
+        if cond.get("type") == "Ready":
+            cond.update(status="False", lastTransitionTime=_fmt(now))
+    return new
+
+
 class NodeLifecycleController(Controller):
     name = "nodelifecycle"
     service_account = "node-controller"
@@ -99,6 +120,8 @@ class NodeLifecycleController(Controller):
         self._lease_seen: dict[str, float] = {}
         self.nodes = self.watch(Node, self._on_node)
         self.leases = self.watch(Lease, self._on_lease, namespace=c.NAMESPACE_NODE_LEASE)
+        self.pods = self.watch(Pod, self._on_pod, namespace="*")
+        self.recorder = EventRecorder(self.client, "node-controller")
         self._started = time.monotonic()
 
     def _on_node(self, event: str, obj: Any, old: Any) -> None:
@@ -106,6 +129,13 @@ class NodeLifecycleController(Controller):
             self._lease_seen.pop(obj.metadata.name, None)
         else:
             self.queue.add(obj.metadata.name)
+
+    def _on_pod(self, event: str, obj: Any, old: Any) -> None:
+        # a Pod (re)appearing on a Node that is not Ready is marked not ready too (kube's processPod)
+        if event != "DELETED" and obj.spec is not None and obj.spec.nodeName:
+            node = self.nodes.get(obj.spec.nodeName)
+            if node is not None and _ready_status(node.to_dict()) != "True":
+                self.queue.add(obj.spec.nodeName)
 
     def _on_lease(self, event: str, obj: Any, old: Any) -> None:
         if event != "DELETED":
@@ -149,14 +179,40 @@ class NodeLifecycleController(Controller):
             updated = mark_unknown(node, now, never)
             if updated is not None:
                 log.info("node %s stopped posting status; marking it Unknown", key)
+                if _ready_status(node) == "True":
+                    self.recorder.event(
+                        node, "Normal", "NodeNotReady", f"Node {key} status is now: NodeNotReady", kind="Node"
+                    )
                 await self._write(NodeStatus.from_dict(updated), key)
                 return  # the informer brings the new object back; taints follow on the next sync
-        conditions = (node.get("status") or {}).get("conditions") or []
-        ready = next((cond.get("status") for cond in conditions if cond.get("type") == "Ready"), None)
+        ready = _ready_status(node)
+        if ready in ("False", "Unknown"):
+            await self._mark_pods_not_ready(key, now)
         taints = desired_taints(list((node.get("spec") or {}).get("taints") or []), ready, now)
         if taints is not None:
             node.setdefault("spec", {})["taints"] = taints
             await self._write(Node.from_dict(node), None)
+
+    async def _mark_pods_not_ready(self, node_name: str, now: datetime) -> None:
+        """kube's MarkPodsNotReady: every Pod on the Node gets Ready=False and a NodeNotReady warning."""
+        for obj in self.pods.items():
+            if obj.spec is None or obj.spec.nodeName != node_name:
+                continue
+            updated = mark_pod_not_ready(obj.to_dict(), now)
+            if updated is None:
+                continue
+            log.info("marking pod %s/%s on node %s not ready", obj.metadata.namespace, obj.metadata.name, node_name)
+            try:
+                await self.client.replace(
+                    PodStatus.from_dict(updated), obj.metadata.name, namespace=obj.metadata.namespace
+                )
+            except ApiError as err:
+                if is_not_found(err):
+                    continue
+                if is_conflict(err):
+                    raise TemporaryError("pod changed meanwhile") from err
+                raise
+            self.recorder.event(updated, "Warning", "NodeNotReady", "Node is not ready")
 
     async def _write(self, body: Any, status_of: str | None) -> None:
         try:

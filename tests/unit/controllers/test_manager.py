@@ -34,7 +34,7 @@ def test_exclusions_and_explicit_lists() -> None:
     }
     assert ours("csrapproving,csrsigning") == {"csrapproving", "csrsigning"}
     assert ours("-csrsigning") == set()
-    assert ours("*,-garbagecollector") == ours("*")  # a known upstream controller we do not run
+    assert ours("*,-attachdetach") == ours("*")  # a known upstream controller we do not run
 
 
 def test_long_names_are_aliases() -> None:
