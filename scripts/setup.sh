@@ -9,6 +9,11 @@ command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || need_apt+=(etcd-server)
 command -v kubectl >/dev/null 2>&1 || need_apt+=(kubernetes-client)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+# The HA lab: HAProxy is its load balancer; etcdctl (etcd-client) is what its tests and users query etcd with.
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need_apt+=(haproxy)
+command -v etcdctl >/dev/null 2>&1 || need_apt+=(etcd-client)
+# kube-proxy's nftables mode programs the kernel through nft.
+command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need_apt+=(nftables)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "[setup] installing Debian packages: ${need_apt[*]}"

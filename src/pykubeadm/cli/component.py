@@ -18,6 +18,8 @@ COMPONENTS: dict[str, str] = {
     "kube-controller-manager": "pykubeadm.controllers.cli",
     "kube-scheduler": "pykubeadm.scheduler.cli",
     "kubelet": "pykubeadm.kubelet.cli",
+    "kube-proxy": "pykubeadm.proxy.cli",
+    "coredns": "pykubeadm.dns.cli",
 }
 
 

@@ -27,6 +27,7 @@ from pykubeadm.phases.kubeletservice import stop_kubelet, uses_systemd
 from pykubeadm.phases.reset.cleanup import clean_dir, inside_root, is_dir_empty, remove_path
 from pykubeadm.phases.reset.data import ResetData
 from pykubeadm.phases.reset.processes import node_processes, stop_processes
+from pykubeadm.phases.reset.proxy_rules import remove_proxy_rules
 from pykubeadm.phases.reset.remove_etcd_member import ETCD_DATA_DIR_KEY
 from pykubeadm.workflow import Phase
 
@@ -239,6 +240,7 @@ def _run(data: ResetData) -> None:
         if kubelet_dir is not None:
             dirs.append(kubelet_dir)
     _remove_containers(data)
+    remove_proxy_rules(data)
     if data.cert_dir != c.DEFAULT_CERTIFICATES_DIR:
         log.warning('[reset] WARNING: Cleaning a non-default certificates directory: "%s"', data.cert_dir)
     dirs.append(data.cert_dir)
