@@ -78,6 +78,9 @@ DRYRUN_DIR_ENV: Final[dict[str, str]] = {
 }
 #: Environment variable for the node root directory (pykubeadm's --root-dir).
 ROOT_DIR_ENV: Final = "PYKUBEADM_ROOT_DIR"
+#: Set by the built-in kubelet for every container: the Pod's IP (a lab node's 127.0.10.x); servers of Pods that share
+#: the node's network bind it where the real component binds all addresses (the CoreDNS image's `.:53`).
+POD_IP_ENV: Final = "PYKUBEADM_POD_IP"
 
 # --- certificate and key base names (relative to certificatesDir) ---------------------------------------------------
 
@@ -94,6 +97,8 @@ APISERVER_ETCD_CLIENT_CERT_AND_KEY_BASE_NAME: Final = "apiserver-etcd-client"
 SERVICE_ACCOUNT_KEY_BASE_NAME: Final = "sa"
 SERVICE_ACCOUNT_PRIVATE_KEY_NAME: Final = "sa.key"
 SERVICE_ACCOUNT_PUBLIC_KEY_NAME: Final = "sa.pub"
+#: Where a Pod's service-account credentials (token, ca.crt, namespace) are mounted (client-go's in-cluster config).
+SERVICE_ACCOUNT_MOUNT_PATH: Final = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 # --- certificate subjects -------------------------------------------------------------------------------------------
 
