@@ -312,3 +312,131 @@ def test_pre_stop_hook_runs_in_the_container_before_it_is_stopped(lab: Lab) -> N
     wait_for(lambda: running_and_ready(lab, "hooked"), 60, "hooked Running")
     lab.kubectl("delete", "pod", "hooked", "--wait=true")
     assert (lab.root(WORKER) / "var/hook-out/prestop").read_text().strip() == "bye"
+
+
+def run_to_completion(lab: Lab, pod: dict[str, Any]) -> dict[str, Any]:
+    name = pod["metadata"]["name"]
+    pod["spec"]["restartPolicy"] = "Never"
+    apply(lab, pod)
+    return wait_for(
+        lambda: (p := pod_json(lab, name)) and p["status"].get("phase") in ("Succeeded", "Failed") and p,
+        60,
+        f"{name} done",
+    )
+
+
+def kubelet_config(lab: Lab) -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load((lab.root(WORKER) / "var/lib/kubelet/config.yaml").read_text())
+
+
+def test_pods_get_the_kubelets_resolv_conf_and_hosts_file_per_dns_policy(lab: Lab) -> None:
+    show = ["sh", "-c", "cat /etc/resolv.conf; echo ---; cat /etc/hosts"]
+    first = simple_pod("dns-cluster", "busybox", show, hostname="db", subdomain="dbs")
+    first["spec"]["hostAliases"] = [{"ip": "10.1.2.3", "hostnames": ["foo.local", "bar"]}]
+    config = {"nameservers": ["1.1.1.1"], "searches": ["a.example"], "options": [{"name": "ndots", "value": "2"}]}
+    none = simple_pod("dns-none", "busybox", show, dnsPolicy="None", dnsConfig=config)
+    default = simple_pod("dns-default", "busybox", show, dnsPolicy="Default")
+    done = {p["metadata"]["name"]: run_to_completion(lab, p) for p in (first, none, default)}
+    assert all(p["status"]["phase"] == "Succeeded" for p in done.values())
+    cfg = kubelet_config(lab)
+    domain, dns = cfg["clusterDomain"], cfg["clusterDNS"][0]
+    resolv, hosts = lab.kubectl("logs", "dns-cluster").stdout.split("---\n")
+    assert resolv.startswith(f"search default.svc.{domain} svc.{domain} {domain}")
+    assert f"\nnameserver {dns}\noptions ndots:5\n" in resolv
+    ip = done["dns-cluster"]["status"]["podIP"]
+    assert hosts.startswith("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n")
+    assert f"\n{ip}\tdb.dbs.default.svc.{domain}\tdb\n" in hosts
+    assert hosts.endswith("# Entries added by HostAliases.\n10.1.2.3\tfoo.local\tbar\n")
+    resolv, _ = lab.kubectl("logs", "dns-none").stdout.split("---\n")
+    assert resolv == "search a.example\nnameserver 1.1.1.1\noptions ndots:2\n"
+    resolv, hosts = lab.kubectl("logs", "dns-default").stdout.split("---\n")
+    assert [line for line in resolv.splitlines() if line.startswith("nameserver")] == [
+        line for line in Path("/etc/resolv.conf").read_text().splitlines() if line.startswith("nameserver")
+    ]  # the host's (resolvConf)
+    assert f"{ip}\tdns-default\n" in hosts
+    for name in done:
+        lab.kubectl("delete", "pod", name, "--wait=true")
+
+
+def test_a_port_taken_by_another_pod_keeps_the_container_waiting_and_a_host_port_conflict_is_rejected(
+    lab: Lab,
+) -> None:
+    ports = {"ports": [{"containerPort": 7777}]}
+    apply(lab, simple_pod("port-a", "busybox", ["sh", "-c", "sleep 3600"], container=ports))
+    wait_for(lambda: running_and_ready(lab, "port-a"), 60, "port-a Running")
+    apply(lab, simple_pod("port-b", "busybox", ["sh", "-c", "sleep 3600"], container=ports))
+    waiting = wait_for(
+        lambda: (
+            (w := container_status(lab, "port-b").get("state", {}).get("waiting") or {}).get("reason")
+            == "CreateContainerError"
+            and w
+        ),
+        60,
+        "port-b Waiting on its port",
+    )
+    assert (
+        (waiting["message"])
+        == 'port 7777/TCP on the node\'s address is already used by container "port-a" of pod default/port-a'
+    )
+    assert "already used by container" in lab.kubectl("describe", "pod", "port-b").stdout  # the Failed event
+    host = {"ports": [{"containerPort": 7778, "hostPort": 7778}]}
+    apply(lab, simple_pod("host-a", f"{PAUSE}", container=host))
+    wait_for(lambda: running_and_ready(lab, "host-a"), 60, "host-a Running")
+    apply(lab, simple_pod("host-b", f"{PAUSE}", container=host))
+    rejected = wait_for(lambda: (p := pod_json(lab, "host-b")) and p["status"].get("phase") == "Failed" and p, 60, "b")
+    assert rejected["status"]["reason"] == "NodePorts"
+    assert rejected["status"]["message"].startswith("Pod was rejected: Predicate NodePorts failed")
+    lab.kubectl("delete", "pod", "port-a", "--wait=true", "--grace-period=1")
+    wait_for(lambda: running_and_ready(lab, "port-b"), 60, "port-b Running once the port is free")
+    lab.kubectl("delete", "pod", "port-b", "host-a", "host-b", "--wait=true", "--grace-period=1")
+
+
+def test_logs_have_cri_timestamps_for_timestamps_and_since_and_init_container_logs(lab: Lab) -> None:
+    import re
+
+    pod = simple_pod("stamps", "busybox", ["sh", "-c", "echo one; echo two >&2"])
+    pod["spec"]["initContainers"] = [{"name": "init", "image": "busybox", "command": ["sh", "-c", "echo from init"]}]
+    assert run_to_completion(lab, pod)["status"]["phase"] == "Succeeded"
+    assert lab.kubectl("logs", "stamps").stdout.split("\n") == ["one", "two", ""]
+    stamped = lab.kubectl("logs", "stamps", "--timestamps").stdout.splitlines()
+    assert len(stamped) == 2
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z (one|two)", line) for line in stamped)
+    assert lab.kubectl("logs", "stamps", "--since=1h").stdout.split() == ["one", "two"]
+    assert lab.kubectl("logs", "stamps", "--since-time=2999-01-01T00:00:00Z").stdout == ""
+    assert lab.kubectl("logs", "stamps", "-c", "init").stdout == "from init\n"
+    static = f"kube-apiserver-{lab_control_plane(lab)}"
+    line = lab.kubectl("logs", "-n", "kube-system", static, "--timestamps", "--tail=1").stdout
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z ", line), line  # static Pods' logs too
+    lab.kubectl("delete", "pod", "stamps", "--wait=true")
+
+
+def lab_control_plane(lab: Lab) -> str:
+    return (
+        lab.kubectl("get", "nodes", "-l", "node-role.kubernetes.io/control-plane", "-o", "name")
+        .stdout.split("/")[-1]
+        .strip()
+    )
+
+
+def test_run_interactive_feeds_stdin_and_removes_the_pod(lab: Lab) -> None:
+    res = subprocess.run(
+        ["kubectl", "--kubeconfig", str(lab.admin), "run", "-i", "--rm", "--image=busybox", "--restart=Never",
+         "ask", "--", "sh", "-c", "read x; echo got $x"],
+        input="hello\n", capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "got hello" in res.stdout
+    wait_for(lambda: pod_json(lab, "ask") is None, 60, "the pod to be removed")
+
+
+def test_run_with_a_tty_gives_the_container_a_terminal(lab: Lab) -> None:
+    res = subprocess.run(
+        ["kubectl", "--kubeconfig", str(lab.admin), "run", "-i", "-t", "--rm", "--image=busybox", "--restart=Never",
+         "askt", "--", "sh", "-c", "read x; test -t 0 && echo got $x on a tty"],
+        input="hello\n", capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "got hello on a tty" in res.stdout  # the container's terminal (kubectl's own input is none: no -t there)
+    wait_for(lambda: pod_json(lab, "askt") is None, 60, "the pod to be removed")

@@ -6,7 +6,6 @@ server) use it; a miss is an error string worded as the kubelet's.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,9 @@ class ContainerRef:
     enter_prefix: list[str] = field(default_factory=list)
     pod_ip: str = ""
     log_path: Path | None = None
-    stdin: asyncio.StreamWriter | None = None
+    stdin: Any = None  # shim.FifoWriter of a `stdin: true` container
+    stdin_once: bool = False
+    tty_path: str | None = None  # the terminal of a `tty: true` container (attach applies resizes to it)
 
     @classmethod
     def of(cls, worker: Any, ct: Any) -> ContainerRef:
@@ -36,7 +37,9 @@ class ContainerRef:
             enter_prefix=list(ct.enter_prefix),
             pod_ip=worker.pod_ip,
             log_path=ct.log_path(),
-            stdin=None,
+            stdin=getattr(ct.proc, "stdin", None) if ct.pid is not None else None,
+            stdin_once=bool(ct.spec.get("stdinOnce")),
+            tty_path=_tty_path(ct),
         )
 
 
@@ -50,3 +53,13 @@ def find_container(workers: Iterable[Any], namespace: str, pod: str, container: 
             return f'container "{container}" in pod "{pod}" is not available'
         return w, ct
     return f'pod "{pod}" in namespace "{namespace}" not found'
+
+
+def _tty_path(ct: Any) -> str | None:
+    directory = getattr(ct.proc, "dir", None)
+    if directory is None or ct.pid is None:
+        return None
+    try:
+        return (Path(directory) / "tty").read_text().strip() or None
+    except OSError:
+        return None

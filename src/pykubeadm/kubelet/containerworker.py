@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pykubeadm.kubelet import images
 from pykubeadm.kubelet.podstatus import now as _now
+from pykubeadm.kubelet.ports import PortOwner, container_ports
 from pykubeadm.kubelet.probes import Probe, run_probe
 from pykubeadm.kubelet.shim import DirectProcess, ShimProcess
 
@@ -140,6 +141,22 @@ class ContainerWorker:
             return ShimProcess.adopt(self.dir / self.container_id)
         return None
 
+    # --- ports ----------------------------------------------------------------------------------------------------
+    @property
+    def port_owner(self) -> PortOwner:
+        refs = (self.pod.pod.get("metadata") or {}).get("ownerReferences") or []
+        controller = next((str(r.get("uid") or "") for r in refs if r.get("controller")), "")
+        return PortOwner(self.pod.uid, f"{self.pod.namespace}/{self.pod.full_name}", self.name, controller)
+
+    def claim_ports(self) -> str | None:
+        """Claim the container's ports on the node's address; a message naming the holder when one is taken."""
+        ports = self.pod.node_ports
+        return ports.claim(self.port_owner, container_ports(self.spec)) if ports is not None else None
+
+    def release_ports(self) -> None:
+        if self.pod.node_ports is not None:
+            self.pod.node_ports.release(self.port_owner)
+
     # --- one run --------------------------------------------------------------------------------------------------
     def _wait(self, reason: str, message: str = "") -> None:
         waiting: dict[str, Any] = {"reason": reason}
@@ -187,16 +204,30 @@ class ContainerWorker:
         if self.restart_pending:  # the restart happens now: it counts from here (and names the new log file)
             self.restart_count += 1
             self.restart_pending = False
+        conflict = self.claim_ports()
+        if conflict is not None:
+            self._event("Warning", "Failed", f"Error: {conflict}")
+            self._wait("CreateContainerError", conflict)
+            return False
         self.container_id = secrets.token_hex(32)
         self._kill_reason = None
         try:
             if pod.persistent:
                 self.proc = await ShimProcess.start(
-                    self.dir / self.container_id, argv, self.env, self.log_path(), self.cwd
+                    self.dir / self.container_id,
+                    argv,
+                    self.env,
+                    self.log_path(),
+                    self.cwd,
+                    logger=pod.cri_logger(),
+                    stdin=bool(self.spec.get("stdin")),
+                    stdin_once=bool(self.spec.get("stdinOnce")),
+                    tty=bool(self.spec.get("tty")),
                 )
             else:
                 self.proc = await DirectProcess.start(argv, self.env, self.log_path(), self.cwd)
         except OSError as e:
+            self.release_ports()
             self._event("Warning", "Failed", f"Error: failed to start container {self.name}: {e}")
             self._wait("RunContainerError", f"failed to start {argv[0]}: {e}")
             return False
@@ -219,6 +250,7 @@ class ContainerWorker:
         try:
             code = await self.proc.wait()
         finally:
+            self.release_ports()
             if probes is not None:
                 probes.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -1,9 +1,11 @@
 """Image → program for the built-in runtime, in order: the built-in map, the node's image map file, shell images.
 
-Used by the pod worker for every container (static and API Pods). The built-in map runs the control-plane images as
-`pykubeadm component NAME` and etcd as the etcd binary (`runtime.resolve_program`), and `registry.k8s.io/pause:*` as a
-native pause program. The node's image map file (`Layout.image_map_file`, `/etc/pykubeadm/images.yaml` under the node
-root) maps an image reference or repository to a program argv, which stands in for the image's entrypoint. Common shell
+Used by the pod worker for every container (static and API Pods). The built-in map runs the control-plane images and
+kubeadm's addons (`registry.k8s.io/kube-proxy:*`, `registry.k8s.io/coredns/coredns:*`) as `pykubeadm component NAME`
+with the container's command (less its binary) and args as flags, etcd as the etcd binary (`runtime.resolve_program`),
+and `registry.k8s.io/pause:*` as a native pause program. The node's image map file (`Layout.image_map_file`,
+`/etc/pykubeadm/images.yaml` under the node root) maps an image reference or repository to a program argv, which
+stands in for the image's entrypoint. Common shell
 images (busybox, alpine, debian, ubuntu, python; any registry prefix or tag) run the container's command/args with the
 host's `sh`/`python3`. Anything else is an `ImageError` (ErrImagePull) whose message says how to map the image.
 """

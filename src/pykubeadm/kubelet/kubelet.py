@@ -294,12 +294,24 @@ class Kubelet:
             backoff_initial=self.backoff_initial,
             static_count=lambda: len(self.static_pods.pods) if self.static_pods is not None else 0,
             services=ServiceLinks(lambda: self.client),
+            cluster_dns=self.s.cluster_dns,
+            cluster_domain=self.s.cluster_domain,
+            resolv_conf=self._resolv_conf(),
         )
         self._spawn(self.events.run())
         self._spawn(self.pods.services.run())
         self._spawn(self.pods.status_loop())
         self._spawn(self._pods_when_registered())
         self._spawn(self._start_kubelet_server())
+
+    def _resolv_conf(self) -> Path | None:
+        """KubeletConfiguration resolvConf (default /etc/resolv.conf; "" = none): the node's file under its root
+        where it has one, else the machine's."""
+        path = self.s.raw_config.get("resolvConf", "/etc/resolv.conf")
+        if not path:
+            return None
+        node = self._host(str(path))
+        return node if node.exists() else Path(str(path))
 
     async def _pods_when_registered(self) -> None:
         assert self.agent is not None and self.pods is not None

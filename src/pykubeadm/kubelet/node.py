@@ -313,6 +313,7 @@ class NodeAgent:
             and self._last_reported is not None
             and self._last_reported[0] == comparable
             and loop.time() - self._last_reported[1] < self.report_every
+            and not await self._server_conditions_differ(comparable["conditions"])
         ):
             return False
         for attempt in range(5):
@@ -323,6 +324,16 @@ class NodeAgent:
             except Exception as e:
                 log.error("Error updating node status, will retry (%d/5): %s", attempt + 1, e)
         return False
+
+    async def _server_conditions_differ(self, ours: list[tuple[str, str]]) -> bool:
+        """As kube's tryUpdateNodeStatus compares with the Node it GETs: the nodelifecycle controller may have set the
+        conditions Unknown (a missed heartbeat), which only the kubelet's next status PATCH turns back."""
+        try:
+            node = await self.client.get(f"/api/v1/nodes/{self.name}")
+        except Exception:
+            return False
+        have = [(x.get("type"), x.get("status")) for x in (node.get("status") or {}).get("conditions") or []]
+        return sorted(have) != sorted(ours)
 
     async def status_loop(self) -> None:
         await self.registered.wait()

@@ -1,5 +1,5 @@
 """The API Pod source and manager: every Pod bound to this node (watch with `spec.nodeName=<node>`), admitted against
-maxPods, run by a PodWorker, its status written back, and deletion confirmed.
+maxPods and hostPort conflicts, run by a PodWorker, its status written back, and deletion confirmed.
 
 Called by `kubelet.Kubelet` once the node has credentials. As the real kubelet: a Pod beyond maxPods is rejected
 (phase Failed, reason OutOfpods); a Pod with a deletionTimestamp is stopped gracefully (preStop, SIGTERM,
@@ -17,10 +17,12 @@ import json
 import logging
 import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pykubeadm.kubelet.api import ApiError
 from pykubeadm.kubelet.podworker import PodWorker
+from pykubeadm.kubelet.ports import NodePorts, host_port_conflict
 from pykubeadm.kubelet.shim import ShimProcess
 from pykubeadm.layout import Layout
 
@@ -50,6 +52,9 @@ class PodManager:
         backoff_initial: float = 10.0,
         static_count: Callable[[], int] = lambda: 0,
         services: Any = None,
+        cluster_dns: list[str] | None = None,
+        cluster_domain: str = "",
+        resolv_conf: Path | None = None,
     ) -> None:
         self.client = client
         self.node_name = node_name
@@ -60,6 +65,10 @@ class PodManager:
         self.backoff_initial = backoff_initial
         self.static_count = static_count
         self.services = services
+        self.cluster_dns = list(cluster_dns or [])
+        self.cluster_domain = cluster_domain
+        self.resolv_conf = resolv_conf
+        self.ports = NodePorts()
         self._object_cache: Any = None
         self.rejections: set[asyncio.Task[None]] = set()  # status writes of rejected Pods, in flight
         self.workers: dict[str, PodWorker] = {}
@@ -147,6 +156,7 @@ class PodManager:
             return
         try:
             sandbox.pause_path(self.layout)
+            sandbox.cri_log_path(self.layout)
             sandbox.can_isolate(self.layout)
         except Exception as e:
             log.warning("preparing the native pause and sandbox programs: %s", e)
@@ -184,6 +194,10 @@ class PodManager:
                 client=self.client,
                 objects=self._objects(),
                 service_env=self.services.env_for if self.services is not None else None,
+                cluster_dns=self.cluster_dns,
+                cluster_domain=self.cluster_domain,
+                resolv_conf=self.resolv_conf,
+                node_ports=self.ports,
             )
             self.workers[uid] = worker
             worker.start()
@@ -197,14 +211,20 @@ class PodManager:
             )
 
     def _admit(self, pod: dict[str, Any]) -> bool:
-        """maxPods admission, as the kubelet's: a Pod beyond capacity is rejected with OutOfpods."""
+        """The kubelet's admission: a Pod beyond maxPods is rejected with OutOfpods, one asking for a hostPort another
+        Pod of the node asks for with NodePorts."""
         used = self.active_count() + self.static_count()
-        if used < self.max_pods:
+        conflict = host_port_conflict(pod, [w.pod for w in self.workers.values() if not w.finished()])
+        if used < self.max_pods and conflict is None:
             return True
-        message = f"Node didn't have enough resource: pods, requested: 1, used: {used}, capacity: {self.max_pods}"
-        self.events.record(pod, "Warning", "OutOfpods", message)
+        if conflict is not None:
+            reason, message = "NodePorts", conflict
+        else:
+            reason = "OutOfpods"
+            message = f"Node didn't have enough resource: pods, requested: 1, used: {used}, capacity: {self.max_pods}"
+        self.events.record(pod, "Warning", reason, message)
         meta = pod["metadata"]
-        status = {"phase": "Failed", "reason": "OutOfpods", "message": f"Pod was rejected: {message}"}
+        status = {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {message}"}
         task = asyncio.ensure_future(self._patch(meta["namespace"], meta["name"], meta["uid"], status))
         self.rejections.add(task)
         task.add_done_callback(self.rejections.discard)
@@ -242,6 +262,7 @@ class PodManager:
         self._last_sent.pop(uid, None)
         if worker is None:
             return
+        self.ports.release_pod(uid)
         task = self._terminating.get(uid)
         if task is not None:
             with contextlib.suppress(Exception):

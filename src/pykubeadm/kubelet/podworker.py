@@ -5,7 +5,10 @@ Created by `staticpods.StaticPodManager` (source "file": direct children that di
 mapping, mirror Pods) and `pods.PodManager` (source "api": containers under shims in the Pod's directory, adopted by a
 restarted kubelet). Restart back-off follows the kubelet: the first restart is immediate, then 10 s doubling up to
 5 min ("CrashLoopBackOff"), reset after 10 minutes of running. An image the runtime cannot run leaves the container
-Waiting (ErrImagePull, then ImagePullBackOff) with a message, and the Pod Pending; nothing crashes.
+Waiting (ErrImagePull, then ImagePullBackOff) with a message, and the Pod Pending; nothing crashes. Sandboxed API
+Pods get the kubelet's resolv.conf and managed hosts file (`dnsconfig`) bind-mounted at /etc/resolv.conf and
+/etc/hosts; every container gets PYKUBEADM_POD_IP (the Pod's IP: the node's address) and its ports claimed on the
+node (`ports`): a port another Pod's running container holds leaves it Waiting (CreateContainerError).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pykubeadm.kubelet import images, runtime
+from pykubeadm.kubelet import dnsconfig, images, runtime
 from pykubeadm.kubelet.containerworker import BackOff, ContainerConfigError, ContainerWorker
 from pykubeadm.kubelet.podstatus import Conditions, now, pod_phase, qos_class, update_conditions
 from pykubeadm.layout import Layout
@@ -30,6 +33,8 @@ log = logging.getLogger(__name__)
 
 #: A container's PATH unless its env sets one (Docker's default for images that do not set it).
 _DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: Every container's environment carries the Pod's IP (the cluster DNS server binds it).
+POD_IP_ENV = "PYKUBEADM_POD_IP"
 #: Seconds between volume refreshes of a running Pod (the kubelet's pod sync period is 1 min, jittered).
 _REFRESH_EVERY = 60.0
 
@@ -78,6 +83,10 @@ class PodWorker:
         client: Callable[[], Any] | None = None,
         objects: Any = None,
         service_env: Callable[[dict[str, Any]], dict[str, str]] | None = None,
+        cluster_dns: list[str] | None = None,
+        cluster_domain: str = "",
+        resolv_conf: Path | None = None,
+        node_ports: Any = None,
     ):
         self.pod = pod
         self.spec: dict[str, Any] = pod.get("spec") or {}
@@ -98,6 +107,11 @@ class PodWorker:
         self.client = client or (lambda: None)
         self.objects = objects  # the node-wide ConfigMap/Secret cache (envvars.ObjectCache)
         self.service_env = service_env  # the Pod's Service variables (servicelinks)
+        self.cluster_dns = list(cluster_dns or [])
+        self.cluster_domain = cluster_domain
+        self.resolv_conf = resolv_conf  # the host's resolv.conf (KubeletConfiguration resolvConf)
+        self.node_ports = node_ports  # ports.NodePorts of the node (API Pods)
+        self.dns_files: list[Any] = []  # volumes.Mount of resolv.conf and /etc/hosts (sandboxed Pods)
         self.grace = float(self.spec.get("terminationGracePeriodSeconds", 30))
         status = pod.get("status") or {}
         self.start_time = str(status.get("startTime") or now())
@@ -139,6 +153,17 @@ class PodWorker:
     def container(self, name: str) -> ContainerWorker | None:
         return next((ct for ct in self.all_containers() if ct.name == name), None)
 
+    def cri_logger(self) -> str | None:
+        """The native CRI log writer for the shims (None: it cannot be built here; logs are then written raw)."""
+        _, _, sandbox_mod = _podenv()
+        if sandbox_mod is None:
+            return None
+        try:
+            return str(sandbox_mod.cri_log_path(self.layout))
+        except Exception as e:
+            log.warning("container logs are written without CRI timestamps: %s", e)
+            return None
+
     def resolve_image(self, image: str) -> images.ResolvedImage:
         path = self.layout.image_map_file
         return images.resolve_image(
@@ -161,7 +186,9 @@ class PodWorker:
                 [mapper.map_arg(a) for a in spec.get("command") or []],
                 [mapper.map_arg(a) for a in spec.get("args") or []],
             )
-            return argv, runtime.container_env(spec, mapper, resolved.program), None, []
+            env = runtime.container_env(spec, mapper, resolved.program)
+            env[POD_IP_ENV] = self.pod_ip
+            return argv, env, None, []
         volumes_mod, envvars_mod, sandbox_mod = _podenv()
         env = {"PATH": _DEFAULT_PATH, "HOSTNAME": self.name, "HOME": "/root"}
         if envvars_mod is not None:
@@ -189,11 +216,19 @@ class PodWorker:
             raise ContainerConfigError(e.message) from e
         if resolved.program.version and resolved.kind == "builtin":
             env[runtime.COMPONENT_VERSION_ENV] = resolved.program.version
-        argv = images.container_argv(resolved, spec.get("command") or [], spec.get("args") or [])
+        env[POD_IP_ENV] = self.pod_ip
+        if envvars_mod is not None:  # $(VAR) in command and args, against the container's environment
+            command, args = envvars_mod.expand_command(spec, env)
+        else:
+            command, args = list(spec.get("command") or []), list(spec.get("args") or [])
+        argv = images.container_argv(resolved, command, args)
         workdir = spec.get("workingDir") or None
         if self.isolated and sandbox_mod is not None:
+            own = {str(PurePosixPath(m.container_path)) for m in mounts}
+            mounts = [*mounts, *(m for m in self.dns_files if m.container_path not in own)]
+            hostname, _ = dnsconfig.pod_hostname(self.pod, self.cluster_domain)
             sandboxed = sandbox_mod.sandboxed_argv(
-                argv, mounts, workdir=workdir or "", hostname=self.name, layout=self.layout
+                argv, mounts, workdir=workdir or "", hostname=hostname, layout=self.layout
             )
             return sandboxed, env, None, []
         mapper = self._mapper(spec, mounts)
@@ -251,12 +286,26 @@ class PodWorker:
                 self.event("Warning", "FailedMount", e.message)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 120.0)
-        if not self.isolated:
+        if self.isolated:
+            resolv, hosts, warnings = await asyncio.to_thread(
+                dnsconfig.write_pod_files,
+                self.pod,
+                self.pod_dir,
+                self.pod_ip,
+                self.cluster_dns,
+                self.cluster_domain,
+                self.resolv_conf,
+            )
+            for reason, message in warnings:
+                self.event("Warning", reason, message)
+            self.dns_files = [volumes_mod.Mount(resolv, "/etc/resolv.conf"), volumes_mod.Mount(hosts, "/etc/hosts")]
+        else:
             self.event(
                 "Warning",
                 "NoIsolation",
                 "the kubelet is not root: containers run without their own mount and PID namespaces; "
-                "volume paths in command, args and env are mapped to the node's directories",
+                "volume paths in command, args and env are mapped to the node's directories; "
+                "/etc/resolv.conf and /etc/hosts are the node's",
             )
 
     async def _run(self) -> None:
@@ -314,6 +363,7 @@ class PodWorker:
         while True:
             if proc is not None:
                 cw.proc, proc = proc, None
+                cw.claim_ports()  # adopted: its ports are its own again
                 if cw.proc.returncode is None and cw.pid and self.isolated:
                     cw.enter_prefix = self._enter(cw.pid)
                 code, ran = await cw.wait_exit()

@@ -1,7 +1,8 @@
 """The built-in "container runtime": image → program, container paths → host paths, process start and stop.
 
 A static Pod's container becomes a local process. The image's name selects the program (`kube-apiserver`,
-`kube-controller-manager`, `kube-scheduler` → `<python> -m pykubeadm component <name>`; `etcd` → the etcd binary),
+`kube-controller-manager`, `kube-scheduler`, and kubeadm's addons `kube-proxy` and `coredns` →
+`<python> -m pykubeadm component <name>`; `etcd` → the etcd binary),
 its tag is the version the component reports (env PYKUBEADM_COMPONENT_VERSION). The manifest's command/args are the
 flags. Every container path under a hostPath volume mount is rewritten to `<root>/<hostPath>/<rest>`, the way a
 runtime bind-mounts it. Processes run in their own session (process group) and are stopped by signalling that group.
@@ -41,7 +42,7 @@ __all__ = [
 COMPONENT_VERSION_ENV = "PYKUBEADM_COMPONENT_VERSION"
 
 #: Images run as `pykubeadm component <name>`.
-_PYTHON_COMPONENTS = (c.KUBE_APISERVER, c.KUBE_CONTROLLER_MANAGER, c.KUBE_SCHEDULER, c.KUBE_PROXY)
+_PYTHON_COMPONENTS = (c.KUBE_APISERVER, c.KUBE_CONTROLLER_MANAGER, c.KUBE_SCHEDULER, c.KUBE_PROXY, c.COREDNS)
 
 
 class ImageError(Exception):
@@ -94,7 +95,7 @@ def resolve_program(image: str, *, etcd_binary: str | None = None) -> Program:
     raise ImageError(
         "ErrImagePull",
         f'failed to pull image "{image}": the built-in runtime runs only kube-apiserver, kube-controller-manager, '
-        "kube-scheduler and etcd images",
+        "kube-scheduler, kube-proxy, coredns and etcd images",
     )
 
 
@@ -170,7 +171,8 @@ def prepare_host_paths(pod_spec: Mapping[str, Any], layout: Layout) -> None:
             continue
         path = layout.host(hp["path"])
         kind = hp.get("type") or ""
-        if kind == "DirectoryOrCreate":
+        if kind == "DirectoryOrCreate" or (kind == "" and not path.exists()):
+            # type "": no check, but the runtime (containerd's CRI, like Docker) creates a missing source as a dir
             path.mkdir(parents=True, exist_ok=True, mode=0o755)
         elif kind == "FileOrCreate":
             if not path.exists():
@@ -201,20 +203,54 @@ async def start_process(
     log_path: Path,
     cwd: Path | None = None,
     preexec: Callable[[], None] | None = None,
+    cri: bool = False,
 ) -> Any:
-    """Start `argv` in a new session with stdout and stderr appended to `log_path`; returns the asyncio Process."""
+    """Start `argv` in a new session with stdout and stderr appended to `log_path` (raw, or with `cri` as CRI log
+    lines written by the kubelet as they come); returns the asyncio Process."""
     log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
     with open(log_path, "ab") as log:
-        return await asyncio.create_subprocess_exec(
+        proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
+            stdout=asyncio.subprocess.PIPE if cri else log,
+            stderr=asyncio.subprocess.PIPE if cri else log,
             env=dict(env),
             cwd=str(cwd) if cwd else None,
             start_new_session=True,
             preexec_fn=preexec,
         )
+    if cri:
+        task = asyncio.ensure_future(_write_cri_log(proc, log_path))
+        _LOG_WRITERS.add(task)
+        task.add_done_callback(_LOG_WRITERS.discard)
+    return proc
+
+
+_LOG_WRITERS: set[asyncio.Task[None]] = set()
+
+
+async def _write_cri_log(proc: Any, log_path: Path) -> None:
+    """Copy the process's stdout and stderr into `log_path` as CRI lines until both pipes close."""
+    from pykubeadm.kubelet.crilog import CriLogWriter
+
+    writer = CriLogWriter()
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
+
+    async def pump(stream: asyncio.StreamReader, name: str) -> None:
+        while chunk := await stream.read(64 * 1024):
+            data = writer.write(name, chunk)
+            if data:
+                os.write(fd, data)
+
+    try:
+        await asyncio.gather(pump(proc.stdout, "stdout"), pump(proc.stderr, "stderr"))
+        rest = writer.flush()
+        if rest:
+            os.write(fd, rest)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _signal_group(pid: int, sig: int) -> None:

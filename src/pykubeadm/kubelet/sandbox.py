@@ -7,7 +7,8 @@ missing mount points are made inside the namespace only, over a private overlay,
 sets the hostname to the Pod's name, and forks the program as PID 1 with its own /proc in `workingDir`. The launcher
 stays the program's parent: signals sent to it are forwarded, and it exits with the program's status. Where isolation
 is not available the pod worker runs the program directly and maps paths instead (`runtime.PathMapper`).
-`enter_argv(pid)` is the nsenter prefix for `kubectl exec` into a running container; `pause_path()` is the native pause.
+`enter_argv(pid)` is the nsenter prefix for `kubectl exec` into a running container; `pause_path()` is the native pause,
+`cri_log_path()` the native CRI log writer.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pykubeadm.layout import Layout, default_root
 __all__ = [
     "NativeBuildError",
     "can_isolate",
+    "cri_log_path",
     "enter_argv",
     "launcher_path",
     "pause_path",
@@ -57,6 +59,11 @@ def pause_path(layout: Layout | None = None) -> Path:
 def launcher_path(layout: Layout | None = None) -> Path:
     """The native pod-sandbox launcher, found or built like `pause_path()`."""
     return native_binary("pod-sandbox", _layout(layout).native_cache_dir)
+
+
+def cri_log_path(layout: Layout | None = None) -> Path:
+    """The native CRI log writer (cri-log.c) the shims run beside each container, found or built like `pause_path()`."""
+    return native_binary("cri-log", _layout(layout).native_cache_dir)
 
 
 def can_isolate(layout: Layout | None = None) -> bool:

@@ -3,7 +3,13 @@
 As containerd-shim or conmon do, a small parent process (the host's `/bin/sh`, ~1 MB) sits between the kubelet and the
 container: it runs in its own session (so `pykubeadm reset` finds it by the node root in its arguments and stops its
 whole process group: the container and its children), writes the container's pid to `<dir>/pid` before exec, waits for
-it and records its exit status in `<dir>/exit` (128+N for signal N, as a shell reports it). The kubelet watches the shim
+it and records its exit status in `<dir>/exit` (128+N for signal N, as a shell reports it). Beside it, the native CRI
+log writer (native/cri-log.c, its own session) reads the container's stdout and stderr through FIFOs in `<dir>` and
+writes `<time> stdout|stderr F|P <line>` to the log file, so the output of a container that outlives the kubelet is
+still recorded. A `stdin: true` container reads `<dir>/stdin.fifo`, which the kubelet writes attach input to
+(`FifoWriter`); the shim keeps it open across kubelet restarts unless stdinOnce. A `tty: true` container gets a pty
+as its stdin, stdout and stderr (the shim's controlling terminal); the log writer holds its master, logs its output
+and relays the stdin FIFO to it. The kubelet watches the shim
 through a pidfd, so it learns of the exit whether or not the shim is its child. `ShimProcess.save()`/`adopt()` keep the
 shim's pid with its start time (field 22 of /proc/PID/stat) so a reused pid is never mistaken for the shim.
 
@@ -16,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import signal
@@ -25,12 +32,29 @@ from typing import Any
 
 from pykubeadm.kubelet import runtime
 
-__all__ = ["DirectProcess", "ShimProcess", "proc_start_time"]
+__all__ = ["DirectProcess", "FifoWriter", "ShimProcess", "proc_start_time"]
 
 _SHIM = (
     "trap : TERM INT HUP\n"  # outlive a signal to the group: the container decides, a SIGKILL takes all (reset)
-    'd="$1"; shift\n'
-    '/bin/sh -c \'echo $$ >"$0/pid.tmp" && mv "$0/pid.tmp" "$0/pid" && exec "$@"\' "$d" "$@"\n'
+    'd="$1"; lg="$2"; lf="$3"; tty="$4"; shift 4\n'
+    'if [ -n "$tty" ]; then\n'
+    # tty: the Pod's terminal becomes the session's controlling terminal; the log writer holds its master (fd 5)
+    # and relays the stdin FIFO to it
+    '  exec 0<>"$tty" 1>&0 2>&0\n'
+    '  if [ ! -p "$d/stdin.fifo" ]; then "$lg" -t "$lf" 3<&5 5<&- </dev/null >/dev/null 2>&1 &\n'
+    '  elif [ -e "$d/stdin.keep" ]; then "$lg" -t -i "$lf" 3<&5 4<>"$d/stdin.fifo" 5<&- </dev/null >/dev/null 2>&1 &\n'
+    '  else "$lg" -t -i "$lf" 3<&5 4<"$d/stdin.fifo" 5<&- </dev/null >/dev/null 2>&1 &\n'
+    "  fi\n"
+    "  exec 5<&-\n"
+    "else\n"
+    # the CRI log writer reads the container's stdout and stderr through two FIFOs, in its own session
+    '  if [ -n "$lg" ]; then "$lg" "$lf" 3<"$d/stdout.fifo" 4<"$d/stderr.fifo" </dev/null >/dev/null 2>&1 & '
+    'exec >"$d/stdout.fifo" 2>"$d/stderr.fifo"; fi\n'
+    # stdin: the FIFO the kubelet writes attach input to; the shim keeps a writer open unless stdinOnce
+    '  if [ -p "$d/stdin.fifo" ]; then if [ -e "$d/stdin.keep" ]; then exec 9<>"$d/stdin.fifo"; fi; '
+    'exec <"$d/stdin.fifo"; fi\n'
+    "fi\n"
+    '/bin/sh -c \'echo $$ >"$0/pid.tmp" && mv "$0/pid.tmp" "$0/pid" && exec "$@" 9>&-\' "$d" "$@"\n'
     'echo $? >"$d/exit.tmp"; mv "$d/exit.tmp" "$d/exit"\n'
 )
 
@@ -80,34 +104,82 @@ class ShimProcess:
         self._shim_fd = _pidfd(shim_pid)
         self._main_fd = _pidfd(pid) if pid else None
         self.returncode: int | None = None
+        self.stdin: FifoWriter | None = None
 
     # --- start and adopt ------------------------------------------------------------------------------------------
     @classmethod
     async def start(
-        cls, dir: Path, argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: str | None = None
+        cls,
+        dir: Path,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        log_path: Path,
+        cwd: str | None = None,
+        *,
+        logger: str | None = None,
+        stdin: bool = False,
+        stdin_once: bool = False,
+        tty: bool = False,
     ) -> ShimProcess:
-        """Start `argv` under a new shim, output appended to `log_path`."""
+        """Start `argv` under a new shim, output appended to `log_path`: in the CRI format through the `logger`
+        program (native cri-log) when given, else raw. With `stdin`, the container reads a FIFO the kubelet writes
+        (`stdin`); the shim holds it open across kubelet restarts unless `stdin_once`. With `tty` (and a logger) the
+        container's stdin, stdout and stderr are a pty whose master the log writer holds (`<dir>/tty` names it)."""
         dir.mkdir(parents=True, exist_ok=True)
         for name in ("pid", "exit"):
             (dir / name).unlink(missing_ok=True)
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        master = slave = None
+        tty_path = ""
+        if logger and tty:
+            master, slave = os.openpty()
+            tty_path = os.ttyname(slave)
+            (dir / "tty").write_text(tty_path)
+        elif logger:
+            for name in ("stdout.fifo", "stderr.fifo"):
+                os.mkfifo(dir / name, 0o600)
+        writer: FifoWriter | None = None
+        if stdin:
+            os.mkfifo(dir / "stdin.fifo", 0o600)
+            if not stdin_once:
+                (dir / "stdin.keep").touch()
+            writer = FifoWriter.open(dir / "stdin.fifo")  # before the shim, whose open for reading waits for it
         log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
         try:
-            actions = [
+            actions: list[tuple[Any, ...]] = [
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                 (os.POSIX_SPAWN_DUP2, log_fd, 1),
                 (os.POSIX_SPAWN_DUP2, log_fd, 2),
             ]
-            sh_argv = ["/bin/sh", "-c", _SHIM, "pykubeadm-shim", str(dir), *argv]
+            if master is not None:
+                high = fcntl.fcntl(master, fcntl.F_DUPFD_CLOEXEC, 10)  # never 5 itself: dup2 must clear CLOEXEC
+                os.close(master)
+                master = high
+                actions.append((os.POSIX_SPAWN_DUP2, master, 5))
+            sh_argv = ["/bin/sh", "-c", _SHIM, "pykubeadm-shim", str(dir), logger or "", str(log_path), tty_path]
+            sh_argv += argv
             if cwd:
                 sh_argv = ["/bin/sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", cwd, *sh_argv]
-            shim_pid = os.posix_spawn("/bin/sh", sh_argv, dict(env), file_actions=actions, setsid=True)
+            try:
+                shim_pid = os.posix_spawn("/bin/sh", sh_argv, dict(env), file_actions=actions, setsid=True)
+            except OSError:
+                for fd in (slave, writer.fd if writer is not None else None):
+                    if fd is not None:
+                        os.close(fd)
+                raise
         finally:
             os.close(log_fd)
+            if master is not None:
+                os.close(master)
         start = proc_start_time(shim_pid) or 0
         proc = cls(dir, shim_pid, start, None)
+        proc.stdin = writer
         proc.save()
-        pid = await proc._read_pid(timeout=5.0)
+        try:
+            pid = await proc._read_pid(timeout=5.0)
+        finally:
+            if slave is not None:
+                os.close(slave)  # held until the shim opened the terminal: the master never saw it unused
         proc.pid = pid
         proc._main_fd = _pidfd(pid) if pid else None
         proc.save()
@@ -145,6 +217,10 @@ class ShimProcess:
         proc.shim_start = int(data["shimStart"])
         proc.pid = data.get("pid")
         proc.returncode = None
+        proc.stdin = None
+        if (dir / "stdin.keep").exists() and (dir / "stdin.fifo").exists():
+            with contextlib.suppress(OSError):
+                proc.stdin = FifoWriter.open(dir / "stdin.fifo")  # the shim kept it open: attach still works
         alive = proc_start_time(proc.shim_pid) == proc.shim_start
         proc._shim_fd = _pidfd(proc.shim_pid) if alive else None
         if alive and proc_start_time(proc.shim_pid) != proc.shim_start:  # exited between the two reads
@@ -179,6 +255,8 @@ class ShimProcess:
         return self.returncode
 
     def _close(self) -> None:
+        if self.stdin is not None:
+            self.stdin.close()
         for fd in (self._shim_fd, self._main_fd):
             if fd is not None:
                 with contextlib.suppress(OSError):
@@ -198,6 +276,46 @@ class ShimProcess:
         if self._shim_fd is not None or self.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.shim_pid, signal.SIGKILL)
+
+
+class FifoWriter:
+    """The kubelet's end of a container's stdin FIFO, opened read-write (never blocks, never sees EOF); what attach
+    writes to (`write` + `drain`, like an asyncio.StreamWriter); `close()` gives the container EOF when nothing else
+    holds the FIFO open (stdinOnce)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd: int | None = fd
+        self._buf = bytearray()
+
+    @classmethod
+    def open(cls, path: Path) -> FifoWriter:
+        return cls(os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC))
+
+    @property
+    def closed(self) -> bool:
+        return self.fd is None
+
+    def write(self, data: bytes) -> None:
+        if self.fd is None:
+            raise ConnectionResetError("the container's stdin is closed")
+        self._buf += data
+
+    async def drain(self) -> None:
+        while self._buf:
+            if self.fd is None:
+                raise ConnectionResetError("the container's stdin is closed")
+            try:
+                n = os.write(self.fd, self._buf)
+            except BlockingIOError:
+                await asyncio.sleep(0.02)  # the pipe is full: the container reads slower than the client types
+                continue
+            del self._buf[:n]
+
+    def close(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
 
 
 def _pdeathsig() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -222,8 +340,10 @@ class DirectProcess:
         log_path: Path,
         cwd: str | None = None,
         preexec: Callable[[], None] | None = _pdeathsig,
+        cri: bool = True,
     ) -> DirectProcess:
-        proc = await runtime.start_process(argv, env, log_path, Path(cwd) if cwd else None, preexec=preexec)
+        """Start `argv` as the kubelet's child, its output written to `log_path` as CRI log lines by the kubelet."""
+        proc = await runtime.start_process(argv, env, log_path, Path(cwd) if cwd else None, preexec=preexec, cri=cri)
         return cls(proc)
 
     def running(self) -> bool:

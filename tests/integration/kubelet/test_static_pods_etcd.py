@@ -85,13 +85,17 @@ def test_static_etcd_lifecycle(tmp_path):
     client, peer, metrics, healthz = free_port(), free_port(), free_port(), free_port()
     (manifests / "etcd.yaml").write_text(yaml.safe_dump(etcd_manifest(client, peer, metrics)))
     (manifests / ".hidden.yaml").write_text("not: a pod")
-    (manifests / "coredns.yaml").write_text(
+    (manifests / "metrics-server.yaml").write_text(
         yaml.safe_dump(
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": "coredns", "namespace": "kube-system"},
-                "spec": {"containers": [{"name": "coredns", "image": "registry.k8s.io/coredns/coredns:v1.12.0"}]},
+                "metadata": {"name": "metrics-server", "namespace": "kube-system"},
+                "spec": {
+                    "containers": [
+                        {"name": "metrics-server", "image": "registry.k8s.io/metrics-server/metrics-server:v0.7.2"}
+                    ]
+                },
             }
         )
     )
@@ -115,7 +119,7 @@ def test_static_etcd_lifecycle(tmp_path):
         logs = list((root / "var/log/pods").glob("kube-system_etcd-n1_*/etcd/0.log"))
         assert logs and logs[0].stat().st_size > 0
         # an image the runtime cannot run leaves the kubelet running and says why
-        wait_until(lambda: "ErrImagePull" in kubelet.log(), 10, "ErrImagePull for coredns")
+        wait_until(lambda: "ErrImagePull" in kubelet.log(), 10, "ErrImagePull for metrics-server")
         assert kubelet.proc.poll() is None
 
         # change a flag: the process is replaced within 5 s and runs with the new flag

@@ -84,3 +84,21 @@ def test_back_off_is_immediate_then_doubles_to_five_minutes_and_resets() -> None
     assert [b.next_delay(1) for _ in range(8)] == [0, 10, 20, 40, 80, 160, 300, 300]
     assert b.next_delay(601) == 0  # ran long enough: back to the start
     assert b.next_delay(1) == 10
+
+
+def test_kube_proxy_image_runs_the_built_in_proxy_with_the_daemonsets_flags() -> None:
+    r = images.resolve_image("registry.k8s.io/kube-proxy:v1.33.2")
+    assert r.kind == "builtin" and r.program.version == "v1.33.2"
+    command = ["/usr/local/bin/kube-proxy", "--config=/var/lib/kube-proxy/config.conf", "--hostname-override=n1"]
+    assert images.container_argv(r, command, []) == [
+        sys.executable, "-m", "pykubeadm", "component", "kube-proxy",
+        "--config=/var/lib/kube-proxy/config.conf", "--hostname-override=n1",
+    ]  # fmt: skip
+
+
+def test_coredns_image_runs_the_built_in_dns_server_with_the_deployments_args() -> None:
+    r = images.resolve_image("registry.k8s.io/coredns/coredns:v1.12.0")
+    assert r.kind == "builtin" and r.program.version == "v1.12.0"
+    assert images.container_argv(r, [], ["-conf", "/etc/coredns/Corefile"]) == [
+        sys.executable, "-m", "pykubeadm", "component", "coredns", "-conf", "/etc/coredns/Corefile",
+    ]  # fmt: skip

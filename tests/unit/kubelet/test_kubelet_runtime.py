@@ -59,9 +59,9 @@ def test_etcd_image_maps_to_etcd_binary():
 
 def test_unknown_image_is_an_image_error_not_a_crash():
     with pytest.raises(runtime.ImageError) as e:
-        runtime.resolve_program("registry.k8s.io/coredns/coredns:v1.12.0")
+        runtime.resolve_program("registry.k8s.io/metrics-server/metrics-server:v0.7.2")
     assert e.value.reason == "ErrImagePull"
-    assert "coredns" in e.value.message
+    assert "metrics-server" in e.value.message
 
 
 def test_build_argv_replaces_binary_name_with_entrypoint():

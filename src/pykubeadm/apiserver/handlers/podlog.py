@@ -46,16 +46,25 @@ class KubeletClient:
 
 
 def pod_container(pod: dict[str, Any], requested: str) -> str:
-    """The `container` query parameter checked against the Pod, or its only container (also pods/exec, attach)."""
+    """The `container` query parameter checked against the Pod's containers (init, regular and ephemeral, as
+    kube-apiserver's validateContainer), or its only container (also pods/exec, attach)."""
     name = pod["metadata"]["name"]
-    containers = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
+    spec = pod.get("spec") or {}
+    containers = [c.get("name", "") for c in spec.get("containers") or []]
+    every = [
+        c.get("name", "")
+        for kind in ("initContainers", "containers", "ephemeralContainers")
+        for c in spec.get(kind) or []
+    ]
     if requested:
-        if requested not in containers:
+        if requested not in every:
             raise st.bad_request(f"container {requested} is not valid for pod {name}")
         return requested
     if len(containers) == 1:
         return containers[0]
-    raise st.bad_request(f"a container name must be specified for pod {name}, choose one of: [{' '.join(containers)}]")
+    if not containers:
+        raise st.bad_request(f"pod {name} does not have a container")
+    raise st.bad_request(f"a container name must be specified for pod {name}, choose one of: [{' '.join(every)}]")
 
 
 def kubelet_endpoint(node: dict[str, Any]) -> tuple[str, int]:

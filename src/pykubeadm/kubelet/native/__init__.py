@@ -1,4 +1,4 @@
-"""Builds the kubelet's native helpers from the C sources beside this module: `pause` and `pod-sandbox`.
+"""Builds the kubelet's native helpers from the C sources beside this module: `pause`, `pod-sandbox`, `cri-log`.
 
 Called by `pykubeadm.kubelet.sandbox` (`pause_path()`, the launcher) and by scripts/setup.sh
 (`python -m pykubeadm.kubelet.native`). A binary's file name carries a hash of its source, so an edited source is
@@ -22,7 +22,7 @@ from pathlib import Path
 __all__ = ["NATIVE_PROGRAMS", "NativeBuildError", "binary_name", "build", "native_binary"]
 
 #: Program name → C source file in this directory.
-NATIVE_PROGRAMS = {"pause": "pause.c", "pod-sandbox": "pod-sandbox.c"}
+NATIVE_PROGRAMS = {"pause": "pause.c", "pod-sandbox": "pod-sandbox.c", "cri-log": "cri-log.c"}
 
 _SOURCE_DIR = Path(__file__).resolve().parent
 #: Where scripts/setup.sh puts the binaries (git-ignored).

@@ -7,12 +7,11 @@ the user as it is (like `kubelet.logs.LogLocator`).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["ContainerLocator", "ContainerRef"]
+__all__ = ["ContainerLocator", "ContainerRef", "StdinWriter"]
 
 
 class ContainerRef(Protocol):
@@ -30,8 +29,21 @@ class ContainerRef(Protocol):
     pod_ip: str
     #: The current instance's log file (stdout and stderr): attach follows it (None: no output to follow).
     log_path: Path | None
-    #: The main process's stdin when the container has `stdin: true`, else None: attach writes there.
-    stdin: asyncio.StreamWriter | None
+    #: The main process's stdin when the container has `stdin: true`, else None: attach writes there
+    #: (`write()` + `await drain()`, `close()`: an asyncio.StreamWriter or the shim's FIFO writer).
+    stdin: StdinWriter | None
+    #: The container's `stdinOnce`: its stdin is closed when the first attach session's input ends.
+    stdin_once: bool
+
+
+class StdinWriter(Protocol):
+    """Where attach input goes."""
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 #: (namespace, pod name, container name) → the container, or why it cannot be reached. container "" = any (port-forward).

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pykubeadm.kubelet.crilog import CriLine, parse_line
 from pykubeadm.kubelet.streaming.container import ContainerRef
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
 
 _CHUNK = 32 * 1024
 _ATTACH_POLL = 0.2
+_DRAIN_POLLS = 2  # polls after the container's exit that find no new log lines before attach ends
 _FIRST_SIZE_WAIT = 1.0
 
 Reader = Callable[[], Awaitable[bytes]]
@@ -288,20 +290,25 @@ def _alive(pid: int | None) -> bool:
 
 
 async def run_attach(ref: ContainerRef, opts: StreamOptions, io: StreamIO) -> dict[str, Any]:
-    """Follow the container's output from now on and feed its stdin, until its main process ends."""
+    """Follow the container's output from now on (its CRI log lines, each to the stream it came from) and feed its
+    stdin, until its main process ends; a `stdinOnce` container's stdin is closed when the session's input ends."""
     feeder = None
+    target = ref.stdin
+    once = bool(getattr(ref, "stdin_once", False)) and opts.stdin  # only a session with input uses up stdinOnce
     if opts.stdin and io.stdin is not None:
-        target = ref.stdin
 
         async def write_in(data: bytes) -> None:
             if target is not None:
                 target.write(data)
                 await target.drain()
 
-        async def nothing() -> None:
-            return None
+        async def input_done() -> None:
+            if once and target is not None:
+                target.close()  # stdinOnce: the container reads EOF
 
-        feeder = asyncio.ensure_future(_copy_in(io.stdin, write_in, nothing))
+        feeder = asyncio.ensure_future(_copy_in(io.stdin, write_in, input_done))
+    tty_path = getattr(ref, "tty_path", None)
+    resizer = asyncio.ensure_future(_follow_resizes(tty_path, io)) if opts.tty and tty_path else None
     pid = ref.pid
     try:
         if ref.log_path is None:
@@ -310,20 +317,53 @@ async def run_attach(ref: ContainerRef, opts: StreamOptions, io: StreamIO) -> di
             return success_status()
         ref.log_path.parent.mkdir(parents=True, exist_ok=True)
         ref.log_path.touch(exist_ok=True)
+        pending = b""
+        quiet_after_exit = 0
         with ref.log_path.open("rb") as f:
             f.seek(0, os.SEEK_END)
             while True:
                 data = f.read(_CHUNK)
                 if data:
-                    if io.stdout is not None:
-                        await io.stdout(data)
+                    pending += data
+                    lines = pending.split(b"\n")
+                    pending = lines.pop()
+                    for raw in lines:
+                        await _attach_out(io, opts, parse_line(raw))
                     continue
                 if not _alive(pid):
-                    break
+                    # the log writer records the last lines just after the exit: take what comes in a few polls
+                    quiet_after_exit += 1
+                    if quiet_after_exit > _DRAIN_POLLS:
+                        break
                 await asyncio.sleep(_ATTACH_POLL)
     except (ConnectionError, OSError):
         pass
     finally:
-        if feeder is not None:
-            feeder.cancel()
+        for task in (feeder, resizer):
+            if task is not None:
+                task.cancel()
+        if once and target is not None:
+            target.close()
     return success_status()
+
+
+async def _attach_out(io: StreamIO, opts: StreamOptions, line: CriLine) -> None:
+    text = line.content + (b"" if line.partial else b"\n")
+    if line.stream == "stderr" and opts.stderr and io.stderr is not None:
+        await io.stderr(text)
+    elif io.stdout is not None:
+        await io.stdout(text)
+
+
+async def _follow_resizes(tty_path: str, io: StreamIO) -> None:
+    """Terminal sizes from the client applied to the container's terminal (through its slave side)."""
+    while True:
+        width, height = await io.resizes.get()
+        try:
+            fd = os.open(tty_path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+        except OSError:
+            return
+        try:
+            _resize(fd, width, height)
+        finally:
+            os.close(fd)
