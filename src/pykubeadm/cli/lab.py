@@ -1,4 +1,5 @@
-"""`pykubeadm lab up|join|status|down`: a local multi-node cluster on loopback addresses (see pykubeadm.lab)."""
+"""`pykubeadm lab up|join|status|stop|start|reset|upgrade|down`: a local multi-node cluster on loopback addresses (see
+pykubeadm.lab)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ from pathlib import Path
 
 import click
 
-from pykubeadm.lab.cluster import lab_down, lab_join, lab_status, lab_up
+from pykubeadm.lab.cluster import DATASTORES, lab_down, lab_join, lab_up, parse_image_flags
+from pykubeadm.lab.nodectl import lab_reset, lab_start, lab_stop
+from pykubeadm.lab.status import lab_status
+from pykubeadm.lab.upgrade import lab_upgrade
 
 __all__ = ["command"]
 
@@ -22,48 +26,140 @@ _DIR = click.option(
 
 @click.group(name="lab")
 def command() -> None:
-    """Run a local multi-node cluster: a control plane and workers on 127.0.10.x, each node in its own root dir."""
+    """Run a local multi-node cluster: control planes and workers on 127.0.10.x, each node in its own root dir."""
 
 
 @command.command("up")
 @_DIR
 @click.option("--workers", type=int, default=2, show_default=True, help="Number of worker nodes.")
 @click.option(
+    "--control-planes",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Number of control-plane nodes (an odd number is recommended). More than one needs --datastore etcd or "
+    "external-etcd and puts HAProxy in front of the apiservers as the controlPlaneEndpoint.",
+)
+@click.option(
     "--datastore",
-    type=click.Choice(["sqlite", "etcd"]),
+    type=click.Choice(list(DATASTORES)),
     default="sqlite",
     show_default=True,
-    help="sqlite: the built-in apiserver's embedded store; etcd: a real etcd static Pod.",
+    help="sqlite: the built-in apiserver's embedded store; etcd: a real etcd static Pod on every control plane "
+    "(stacked); external-etcd: a separate 3-member etcd cluster the lab runs (etcd.external).",
 )
-def up(lab_dir: Path, workers: int, datastore: str) -> None:
-    """Create the lab: `init` on the control plane, `join` on every worker, wait until all Nodes are Ready."""
-    lab_up(lab_dir, workers, datastore, click.echo)
+@click.option(
+    "--load-balancer/--no-load-balancer",
+    default=None,
+    help="Put HAProxy in front of the apiservers as the controlPlaneEndpoint and upload the certificates, so that "
+    "control planes can join later ('lab join --control-plane'). Default: on with more than one control plane or an "
+    "external etcd.",
+)
+@click.option(
+    "--kubernetes-version",
+    help="The cluster's Kubernetes version (default: the built-in components' own), e.g. an older one to try "
+    "'lab upgrade'.",
+)
+@click.option(
+    "--image",
+    "images",
+    multiple=True,
+    metavar="IMAGE=PROGRAM",
+    help="Run IMAGE (a reference or repository, e.g. nginx) as PROGRAM (a command line) on every node: written to "
+    "each node's /etc/pykubeadm/images.yaml. Repeatable.",
+)
+def up(
+    lab_dir: Path,
+    workers: int,
+    control_planes: int,
+    datastore: str,
+    load_balancer: bool | None,
+    kubernetes_version: str | None,
+    images: tuple[str, ...],
+) -> None:
+    """Create the lab: `init` on the first control plane, `join` on every other node, wait until all Nodes are Ready."""
+    lab_up(
+        lab_dir,
+        workers,
+        datastore,
+        click.echo,
+        image_map=parse_image_flags(images),
+        control_planes=control_planes,
+        with_load_balancer=load_balancer,
+        kubernetes_version=kubernetes_version,
+    )
 
 
 @command.command("join")
 @_DIR
-def join(lab_dir: Path) -> None:
-    """Add one worker node to the lab."""
-    node = lab_join(lab_dir, click.echo)
+@click.option("--control-plane", is_flag=True, help="Join a control plane (join --control-plane --certificate-key).")
+@click.option("--node", "name", help="Join this node of the lab again (after 'lab reset NODE').")
+def join(lab_dir: Path, control_plane: bool, name: str | None) -> None:
+    """Add one node (a worker unless --control-plane) to the lab."""
+    node = lab_join(lab_dir, click.echo, control_plane=control_plane, name=name)
     click.echo(f"[lab] {node.name} is Ready")
 
 
 @command.command("status")
 @_DIR
 def status(lab_dir: Path) -> None:
-    """Show the lab's nodes, their kubelets and readiness."""
-    rows = lab_status(lab_dir)
-    if not rows:
+    """Show the lab's nodes, their kubelets and readiness; for an HA lab also each control plane's apiserver, etcd
+    member, leadership and the load balancer's view."""
+    st = lab_status(lab_dir)
+    if not st.nodes:
         click.echo(f"no lab in {lab_dir.absolute()}")
         return
-    click.echo(f"{'NODE':<20} {'ADDRESS':<14} {'KUBELET':<12} STATUS")
-    for r in rows:
+    click.echo(f"{'NODE':<22} {'ROLE':<14} {'ADDRESS':<14} {'KUBELET':<12} STATUS")
+    for r in st.nodes:
         pid = f"pid {r.kubelet_pid}" if r.kubelet_pid else "stopped"
-        click.echo(f"{r.node.name:<20} {r.node.address:<14} {pid:<12} {r.ready}")
+        role = "control-plane" if r.node.control_plane else "worker"
+        click.echo(f"{r.node.name:<22} {role:<14} {r.node.address:<14} {pid:<12} {r.ready}")
+    if st.load_balancer:
+        click.echo(f"\nLoad balancer: {st.load_balancer}")
+        click.echo(f"{'CONTROL PLANE':<22} {'APISERVER':<10} {'ETCD':<9} {'LEADS':<40} LOAD BALANCER")
+        for cp in st.control_planes:
+            leads = ",".join(cp.leads) or "-"
+            click.echo(f"{cp.node.name:<22} {cp.apiserver:<10} {cp.etcd:<9} {leads:<40} {cp.load_balancer}")
+    if st.etcd_members:
+        click.echo(f"\n{'EXTERNAL ETCD':<22} {'CLIENT URL':<28} ROLE")
+        for name, url, role in st.etcd_members:
+            click.echo(f"{name:<22} {url:<28} {role}")
+
+
+@command.command("stop")
+@_DIR
+@click.argument("node")
+def stop(lab_dir: Path, node: str) -> None:
+    """Power NODE off: kill every process of the node (kubelet, static Pods, etcd) at once."""
+    lab_stop(lab_dir, node, click.echo)
+
+
+@command.command("start")
+@_DIR
+@click.argument("node")
+def start(lab_dir: Path, node: str) -> None:
+    """Power NODE on: start its kubelet, which starts its static Pods again."""
+    lab_start(lab_dir, node, click.echo)
+
+
+@command.command("reset")
+@_DIR
+@click.argument("node")
+def reset(lab_dir: Path, node: str) -> None:
+    """`reset -f` NODE (its etcd member leaves first), take it out of the load balancer, delete its Node."""
+    lab_reset(lab_dir, node, click.echo)
+
+
+@command.command("upgrade")
+@_DIR
+@click.argument("version")
+def upgrade(lab_dir: Path, version: str) -> None:
+    """`upgrade apply VERSION` on the first control plane, `upgrade node` on every other node, one at a time."""
+    lab_upgrade(lab_dir, version, click.echo)
 
 
 @command.command("down")
 @_DIR
 def down(lab_dir: Path) -> None:
-    """Reset every node and leave the lab directory empty."""
+    """Reset every node, stop the load balancer and external etcd, and leave the lab directory empty."""
     lab_down(lab_dir, click.echo)

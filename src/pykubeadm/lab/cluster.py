@@ -1,9 +1,14 @@
-"""Local multi-node clusters (`pykubeadm lab up|join|status|down`): real `init` and `join` runs, one root per node.
+"""Local multi-node clusters (`pykubeadm lab up|join|down`): real `init` and `join` runs, one root per node.
 
-Every node is a directory under the lab dir and a loopback address; `up` runs `pykubeadm init` for the control plane
-and `pykubeadm join` (token discovery with the CA pin) for each worker in parallel, as separate processes — exactly the
-commands a user would type — then waits until every Node is Ready. `down` runs `pykubeadm reset -f` on every node and
-empties the lab dir.
+Every node is a directory under the lab dir and a loopback address; `up` runs `pykubeadm init` on the first control
+plane and `pykubeadm join` (token discovery with the CA pin) for each other node, as separate processes — exactly the
+commands a user would type — then waits until every Node is Ready. `down` runs `pykubeadm reset -f` on every node,
+stops the lab's own processes (load balancer, external etcd) by their pid files and empties the lab dir.
+
+An HA lab (`--control-planes M` > 1, or an external etcd) follows kubeadm's HA guide: HAProxy on its own loopback
+address is the controlPlaneEndpoint (lab.loadbalancer), the first control plane is made by `init --upload-certs`, the
+others by `join --control-plane --certificate-key` one at a time (etcd admits one learner at a time), each added to
+the load balancer once it has joined. The lab's settings are in `.lab/lab.yaml`, its nodes in `.lab/nodes.yaml`.
 """
 
 from __future__ import annotations
@@ -14,46 +19,75 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from pykubeadm import constants as c
 from pykubeadm.bootstrap.token import generate_token
 from pykubeadm.errors import KubeadmError
+from pykubeadm.lab.loadbalancer import LB_OCTET, LoadBalancer, haproxy_binary
 from pykubeadm.lab.nodes import (
-    CONTROL_PLANE,
     LAB_STATE_DIR,
     LabNode,
+    address_prefix,
+    control_plane_join_config,
+    ha_init_config,
     init_config,
     join_config,
     lab_node,
+    load_registry,
+    new_node,
+    save_registry,
+    write_ha_patches,
     write_node_files,
 )
+from pykubeadm.lab.settings import LabSettings, lab_settings, load_balancer, save_settings, state_dir
 from pykubeadm.layout import Layout
-from pykubeadm.phases.kubeletservice import kubelet_pid
 from pykubeadm.pki.certs import try_load_cert
 from pykubeadm.pki.keys import public_key_pin
+from pykubeadm.util.fs import write_file_atomic
 
-__all__ = ["NodeStatus", "lab_down", "lab_join", "lab_nodes", "lab_status", "lab_up"]
+__all__ = [
+    "DATASTORES",
+    "admin_kubeconfig",
+    "child_env",
+    "find_node",
+    "is_ready",
+    "lab_down",
+    "lab_join",
+    "lab_nodes",
+    "lab_up",
+    "parse_image_flags",
+    "pykubeadm_command",
+    "update_load_balancer",
+    "wait_ready",
+]
 
 Out = Callable[[str], None]
 _READY_TIMEOUT = 180.0
+#: --datastore values: the embedded SQLite store, stacked etcd members, a separate 3-member etcd cluster.
+DATASTORES = ("sqlite", "etcd", "external-etcd")
+_CERTIFICATE_KEY_FILE = "certificate-key"
 
 
-def _pykubeadm(node: LabNode, *args: str) -> list[str]:
+def pykubeadm_command(node: LabNode, *args: str) -> list[str]:
     return [sys.executable, "-m", "pykubeadm", "--root-dir", str(node.root), *args]
 
 
-def _env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop(c.ROOT_DIR_ENV, None)
     return env
 
 
 def lab_nodes(lab_dir: Path) -> list[LabNode]:
-    """The nodes that exist in a lab dir, control plane first."""
-    nodes = []
+    """The nodes of a lab dir in the order they were made (the first control plane first)."""
+    registered = load_registry(lab_dir)
+    if registered is not None:
+        return registered
+    nodes = []  # a lab from before .lab/nodes.yaml: node 0 the control plane, then workers
     i = 0
     while True:
         node = lab_node(lab_dir, i)
@@ -64,35 +98,57 @@ def lab_nodes(lab_dir: Path) -> list[LabNode]:
     return nodes
 
 
-def _admin_kubeconfig(lab_dir: Path) -> Path:
-    return Layout(lab_node(lab_dir, 0).root).admin_kubeconfig
+def find_node(lab_dir: Path, name: str) -> LabNode:
+    nodes = lab_nodes(lab_dir)
+    for n in nodes:
+        if n.name == name:
+            return n
+    known = ", ".join(n.name for n in nodes) or "none"
+    raise KubeadmError(f'lab: no node "{name}" in {lab_dir} (nodes: {known})')
 
 
-def _ca_hash(cp: LabNode) -> str:
-    layout = Layout(cp.root)
-    return public_key_pin(try_load_cert(layout.pki_dir, c.CA_CERT_AND_KEY_BASE_NAME).public_key())  # type: ignore[arg-type]
+def admin_kubeconfig(lab_dir: Path) -> Path:
+    """An admin.conf of the lab: the first control plane that has one (in an HA lab each points at the load
+    balancer)."""
+    nodes = lab_nodes(lab_dir)
+    for n in nodes:
+        path = Layout(n.root).admin_kubeconfig
+        if n.control_plane and path.exists():
+            return path
+    return Layout((nodes[0] if nodes else lab_node(lab_dir, 0)).root).admin_kubeconfig
 
 
-def _token(cp: LabNode) -> str:
-    import yaml
+def _ca_hash(lab_dir: Path) -> str:
+    for n in lab_nodes(lab_dir):
+        cert = try_load_cert(Layout(n.root).pki_dir, c.CA_CERT_AND_KEY_BASE_NAME) if n.control_plane else None
+        if cert is not None:
+            return public_key_pin(cert.public_key())  # type: ignore[arg-type]
+    raise KubeadmError(f"lab: no control plane in {lab_dir} has a CA certificate left")
 
-    docs = list(yaml.safe_load_all(cp.config_file.read_text()))
+
+def _token(lab_dir: Path) -> str:
+    first = next(n for n in lab_nodes(lab_dir) if n.control_plane)
+    docs = list(yaml.safe_load_all(first.config_file.read_text()))
     return str(docs[0]["bootstrapTokens"][0]["token"])
+
+
+def _start(node: LabNode, *args: str) -> subprocess.Popen[bytes]:
+    log = open(node.log_file, "ab")  # noqa: SIM115 - owned by the child
+    try:
+        return subprocess.Popen(
+            pykubeadm_command(node, *args),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=child_env(),
+        )
+    finally:
+        log.close()
 
 
 def _start_join(node: LabNode, endpoint: str, token: str, ca_hash: str) -> subprocess.Popen[bytes]:
     write_node_files(node, join_config(node, endpoint, token, ca_hash))
-    log = open(node.log_file, "wb")  # noqa: SIM115 - owned by the child
-    try:
-        return subprocess.Popen(
-            _pykubeadm(node, "join", "--config", str(node.config_file)),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=_env(),
-        )
-    finally:
-        log.close()
+    return _start(node, "join", "--config", str(node.config_file))
 
 
 def _wait_joins(procs: dict[str, tuple[LabNode, subprocess.Popen[bytes]]], out: Out) -> None:
@@ -117,7 +173,7 @@ def _import_api_client() -> None:
     import pykubeadm.client  # noqa: F401
 
 
-def _is_ready(node: Any) -> bool:
+def is_ready(node: Any) -> bool:
     """The Node's Ready condition is True."""
     return any(cd.type == "Ready" and cd.status == "True" for cd in (node.status.conditions or []))
 
@@ -130,10 +186,10 @@ def wait_ready(lab_dir: Path, names: list[str], out: Out, timeout: float = _READ
 
     deadline = time.monotonic() + timeout
     last = ""
-    with sync_client(_admin_kubeconfig(lab_dir)) as client:
+    with sync_client(admin_kubeconfig(lab_dir)) as client:
         while True:
             try:
-                ready = {n.metadata.name for n in client.list(Node) if _is_ready(n)}
+                ready = {n.metadata.name for n in client.list(Node) if is_ready(n)}
                 missing = [n for n in names if n not in ready]
                 if not missing:
                     return
@@ -145,37 +201,121 @@ def wait_ready(lab_dir: Path, names: list[str], out: Out, timeout: float = _READ
             time.sleep(0.05)
 
 
-def lab_up(lab_dir: Path, workers: int, datastore: str, out: Out = print) -> list[LabNode]:
-    """Create the lab: init the control plane, join `workers` workers, wait for every Node to be Ready."""
-    if datastore not in ("sqlite", "etcd"):
-        raise KubeadmError(f'invalid --datastore "{datastore}": use sqlite or etcd')
+def parse_image_flags(flags: tuple[str, ...] | list[str]) -> dict[str, list[str]]:
+    """`--image IMAGE=PROGRAM` values → the image map (PROGRAM split like a shell command line)."""
+    import shlex
+
+    out: dict[str, list[str]] = {}
+    for flag in flags:
+        image, sep, program = flag.partition("=")
+        argv = shlex.split(program) if sep else []
+        if not image.strip() or not argv:
+            raise KubeadmError(f'invalid --image "{flag}": use IMAGE=PROGRAM, e.g. --image nginx=/usr/sbin/nginx')
+        out[image.strip()] = argv
+    return out
+
+
+def write_image_map(node: LabNode, image_map: dict[str, list[str]]) -> None:
+    """The node's image map file (the built-in kubelet's image → program map), when there is one to write."""
+    if not image_map:
+        return
+    path = Layout(node.root).image_map_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(image_map, default_flow_style=False))
+
+
+def _image_map_of(node: LabNode) -> dict[str, list[str]]:
+    try:
+        data = yaml.safe_load(Layout(node.root).image_map_file.read_text())
+    except OSError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _check_up_args(workers: int, datastore: str, control_planes: int, out: Out) -> None:
+    if datastore not in DATASTORES:
+        raise KubeadmError(f'invalid --datastore "{datastore}": use sqlite, etcd or external-etcd')
     if workers < 0:
         raise KubeadmError("--workers must be 0 or more")
+    if control_planes < 1:
+        raise KubeadmError("--control-planes must be 1 or more")
+    if control_planes > 1 and datastore == "sqlite":
+        raise KubeadmError(
+            f"--control-planes {control_planes} needs --datastore etcd (stacked: an etcd member on every control "
+            "plane) or --datastore external-etcd (a separate etcd cluster): the sqlite datastore is one file on one "
+            "control plane"
+        )
+    if control_planes % 2 == 0:
+        out(
+            f"[lab] WARNING: {control_planes} control planes: an etcd cluster of an even size tolerates no more "
+            f"failures than one member fewer ({control_planes // 2 - 1}); an odd number (3, 5) is recommended"
+        )
+
+
+def lab_up(
+    lab_dir: Path,
+    workers: int,
+    datastore: str,
+    out: Out = print,
+    image_map: dict[str, list[str]] | None = None,
+    control_planes: int = 1,
+    with_load_balancer: bool | None = None,
+    kubernetes_version: str | None = None,
+) -> list[LabNode]:
+    """Create the lab: init the first control plane, join the other control planes and `workers` workers, wait for
+    every Node to be Ready. `with_load_balancer` (default: with more than one control plane or an external etcd)
+    makes an HA lab, which can take more control planes later."""
+    _check_up_args(workers, datastore, control_planes, out)
     lab_dir = lab_dir.absolute()
     if lab_nodes(lab_dir):
         raise KubeadmError(f"a lab already exists in {lab_dir}: run 'pykubeadm lab down --dir {lab_dir}' first")
+    ha = control_planes > 1 or datastore == "external-etcd" if with_load_balancer is None else with_load_balancer
+    if ha and datastore == "sqlite":
+        raise KubeadmError("--load-balancer needs --datastore etcd or external-etcd (sqlite is one control plane)")
+    if ha:
+        haproxy_binary()  # a clear error before anything is made
     lab_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    cp = lab_node(lab_dir, 0)
+    settings = LabSettings(datastore, f"{address_prefix()}{LB_OCTET}" if ha else "")
+    save_settings(lab_dir, settings)
+    nodes: list[LabNode] = []
+    cp = new_node(lab_dir, nodes, control_plane=True)
+    nodes.append(cp)
+    save_registry(lab_dir, nodes)
     token = generate_token()
-    write_node_files(cp, init_config(cp, token, datastore), datastore)
-    out(f"[lab] Creating {CONTROL_PLANE} on {cp.address} (root {cp.root}, datastore {datastore})")
-    res = subprocess.run(
-        _pykubeadm(cp, "init", "--config", str(cp.config_file)), env=_env(), stdin=subprocess.DEVNULL, check=False
-    )
-    if res.returncode != 0:
-        raise KubeadmError(f"lab: 'pykubeadm init' on {CONTROL_PLANE} failed (exit {res.returncode})")
-    nodes = [cp]
-    if workers:
+    write_image_map(cp, image_map or {})
+    lb = load_balancer(lab_dir, settings)
+    if lb is None:
+        docs = init_config(cp, token, datastore)
+        if kubernetes_version:
+            docs[1]["kubernetesVersion"] = kubernetes_version
+        write_node_files(cp, docs, datastore)
         endpoint = f"{cp.address}:{c.KUBE_APISERVER_PORT}"
-        ca_hash = _ca_hash(cp)
-        procs = {}
-        for i in range(1, workers + 1):
-            node = lab_node(lab_dir, i)
-            out(f"[lab] Joining {node.name} on {node.address}")
-            procs[node.name] = (node, _start_join(node, endpoint, token, ca_hash))
-            nodes.append(node)
-        _import_api_client()  # while the joins run
+    else:
+        endpoint = lb.endpoint
+        _init_ha_first(lab_dir, cp, token, settings, lb, out, kubernetes_version)
+    out(f"[lab] Creating {cp.name} on {cp.address} (root {cp.root}, datastore {datastore}, endpoint {endpoint})")
+    args = ["init", "--config", str(cp.config_file)] + (["--upload-certs"] if ha else [])
+    res = subprocess.run(pykubeadm_command(cp, *args), env=child_env(), stdin=subprocess.DEVNULL, check=False)
+    if res.returncode != 0:
+        raise KubeadmError(f"lab: 'pykubeadm {' '.join(args)}' on {cp.name} failed (exit {res.returncode})")
+    ca_hash = _ca_hash(lab_dir)
+    procs = {}
+    for _ in range(workers):  # workers join while the control planes join one after another
+        node = new_node(lab_dir, nodes, control_plane=False)
+        nodes.append(node)
+        save_registry(lab_dir, nodes)
+        write_image_map(node, image_map or {})
+        out(f"[lab] Joining {node.name} on {node.address}")
+        procs[node.name] = (node, _start_join(node, endpoint, token, ca_hash))
+    _import_api_client()  # while the joins run
+    for _ in range(control_planes - 1):
+        node = new_node(lab_dir, nodes, control_plane=True)
+        nodes.append(node)
+        save_registry(lab_dir, nodes)
+        write_image_map(node, image_map or {})
+        _join_control_plane(lab_dir, node, settings, token, ca_hash, out)
+    if procs:
         _wait_joins(procs, out)
     wait_ready(lab_dir, [n.name for n in nodes], out)
     out(f"[lab] {len(nodes)} node(s) Ready after {time.monotonic() - start:.1f}s")
@@ -183,47 +323,128 @@ def lab_up(lab_dir: Path, workers: int, datastore: str, out: Out = print) -> lis
     return nodes
 
 
-def lab_join(lab_dir: Path, out: Out = print) -> LabNode:
-    """Add one worker to an existing lab."""
+def _certificate_key(lab_dir: Path) -> str:
+    return (state_dir(lab_dir) / _CERTIFICATE_KEY_FILE).read_text().strip()
+
+
+def _init_ha_first(
+    lab_dir: Path, cp: LabNode, token: str, s: LabSettings, lb: LoadBalancer, out: Out, version: str | None
+) -> None:
+    """The first control plane's config and patches, the certificate key, the external etcd, HAProxy with it."""
+    from pykubeadm.phases.copycerts import generate_certificate_key
+
+    key = generate_certificate_key()
+    write_file_atomic(state_dir(lab_dir) / _CERTIFICATE_KEY_FILE, f"{key}\n".encode(), 0o600)
+    external = None
+    if s.datastore == "external-etcd":
+        from pykubeadm.lab.externaletcd import ExternalEtcd
+
+        etcd = ExternalEtcd(lab_dir, s.prefix)
+        out(f"[lab] Starting an external etcd cluster of 3 members on {', '.join(etcd.addresses)}")
+        etcd.create(out)
+        external = etcd.install_client_files(Layout(cp.root))
+    docs = ha_init_config(cp, token, key, lb.endpoint, external)
+    if version:
+        docs[1]["kubernetesVersion"] = version
+    write_node_files(cp, docs)
+    write_ha_patches(cp, stacked_etcd=s.datastore == "etcd", joining=False)
+    out(f"[lab] Starting the load balancer (HAProxy) on {lb.endpoint}")
+    lb.apply({cp.name: cp.address})
+
+
+def _join_control_plane(lab_dir: Path, node: LabNode, s: LabSettings, token: str, ca_hash: str, out: Out) -> None:
+    """`join --control-plane --certificate-key` for `node`, then the load balancer takes it in."""
+    lb = load_balancer(lab_dir, s)
+    assert lb is not None
+    docs = control_plane_join_config(node, lb.endpoint, token, ca_hash, _certificate_key(lab_dir))
+    write_node_files(node, docs)
+    write_ha_patches(node, stacked_etcd=s.datastore == "etcd", joining=True)
+    out(f"[lab] Joining {node.name} on {node.address} as a control plane")
+    proc = _start(node, "join", "--config", str(node.config_file))
+    _wait_joins({node.name: (node, proc)}, out)
+    update_load_balancer(lab_dir)
+
+
+def _ensure_uploaded_certs(lab_dir: Path, out: Out) -> None:
+    """The kubeadm-certs Secret lives two hours (its owner token's TTL); past that, do what kubeadm's message says:
+    `init phase upload-certs --upload-certs` on a control plane (with the first one's config, so the lab's key)."""
+    from lightkube.core.exceptions import ApiError
+    from lightkube.resources.core_v1 import Secret
+
+    from pykubeadm.client import sync_client
+
+    with sync_client(admin_kubeconfig(lab_dir)) as client:
+        try:
+            client.get(Secret, c.KUBEADM_CERTS_SECRET, namespace=c.NAMESPACE_SYSTEM)
+            return
+        except ApiError as err:
+            if err.status.code != 404:
+                raise
+    cps = [n for n in lab_nodes(lab_dir) if n.control_plane]
+    live = next(n for n in cps if Layout(n.root).admin_kubeconfig.exists())
+    out(f'[lab] The "{c.KUBEADM_CERTS_SECRET}" Secret has expired: uploading the certificates again from {live.name}')
+    args = ["init", "phase", "upload-certs", "--upload-certs", "--config", str(cps[0].config_file)]
+    res = subprocess.run(pykubeadm_command(live, *args), capture_output=True, text=True, env=child_env(), check=False)
+    if res.returncode != 0:
+        raise KubeadmError(f"lab: 'pykubeadm {' '.join(args)}' on {live.name} failed: {res.stderr[-1500:]}")
+
+
+def update_load_balancer(lab_dir: Path) -> None:
+    """Point the load balancer at every control plane that has joined (and has not been reset)."""
+    lb = load_balancer(lab_dir)
+    if lb is None:
+        return
+    servers = {
+        n.name: n.address
+        for n in lab_nodes(lab_dir)
+        if n.control_plane and Layout(n.root).manifest(c.KUBE_APISERVER).exists()
+    }
+    lb.apply(servers)
+
+
+def lab_join(lab_dir: Path, out: Out = print, control_plane: bool = False, name: str | None = None) -> LabNode:
+    """Add a worker (or a control plane) to an existing lab; `name`: join a node of the lab again after its reset."""
     lab_dir = lab_dir.absolute()
     nodes = lab_nodes(lab_dir)
     if not nodes:
         raise KubeadmError(f"no lab in {lab_dir}: run 'pykubeadm lab up --dir {lab_dir}' first")
-    cp = nodes[0]
-    node = lab_node(lab_dir, len(nodes))
-    out(f"[lab] Joining {node.name} on {node.address}")
-    proc = _start_join(node, f"{cp.address}:{c.KUBE_APISERVER_PORT}", _token(cp), _ca_hash(cp))
-    _import_api_client()  # while the join runs
-    _wait_joins({node.name: (node, proc)}, out)
+    s = lab_settings(lab_dir)
+    if name is not None:
+        node = find_node(lab_dir, name)
+        if Layout(node.root).kubelet_kubeconfig.exists():
+            raise KubeadmError(f"lab: {name} is a member of the cluster: 'pykubeadm lab reset {name}' first")
+        if control_plane and not node.control_plane:
+            raise KubeadmError(f"lab: {name} is a worker; it joins again as one (without --control-plane)")
+        control_plane = node.control_plane
+    if control_plane and not s.ha:
+        raise KubeadmError(
+            "lab: this lab has no load balancer, so no stable controlPlaneEndpoint for a second control plane: "
+            "create it with 'pykubeadm lab up --control-planes 3 --datastore etcd' (or --load-balancer)"
+        )
+    if name is None:
+        node = new_node(lab_dir, nodes, control_plane)
+        nodes.append(node)
+        save_registry(lab_dir, nodes)
+    first = next(n for n in nodes if n.control_plane)
+    write_image_map(node, _image_map_of(first))
+    token, ca_hash = _token(lab_dir), _ca_hash(lab_dir)
+    _import_api_client()
+    if control_plane:
+        _ensure_uploaded_certs(lab_dir, out)
+        _join_control_plane(lab_dir, node, s, token, ca_hash, out)
+    else:
+        lb = load_balancer(lab_dir, s)
+        endpoint = lb.endpoint if lb else f"{first.address}:{c.KUBE_APISERVER_PORT}"
+        out(f"[lab] Joining {node.name} on {node.address}")
+        proc = _start_join(node, endpoint, token, ca_hash)
+        _wait_joins({node.name: (node, proc)}, out)
     wait_ready(lab_dir, [node.name], out)
     return node
 
 
-@dataclass(frozen=True)
-class NodeStatus:
-    node: LabNode
-    kubelet_pid: int | None
-    ready: str
-
-
-def lab_status(lab_dir: Path) -> list[NodeStatus]:
-    lab_dir = lab_dir.absolute()
-    ready: dict[str, str] = {}
-    try:
-        from lightkube.resources.core_v1 import Node
-
-        from pykubeadm.client import sync_client
-
-        with sync_client(_admin_kubeconfig(lab_dir), timeout=3.0) as client:
-            for n in client.list(Node):
-                ready[n.metadata.name] = "Ready" if _is_ready(n) else "NotReady"
-    except Exception:  # noqa: S110 - status shows what it can
-        pass
-    return [NodeStatus(n, kubelet_pid(Layout(n.root)), ready.get(n.name, "unknown")) for n in lab_nodes(lab_dir)]
-
-
 def lab_down(lab_dir: Path, out: Out = print) -> None:
-    """`reset -f` every node (workers first, in parallel), then empty the lab dir."""
+    """`reset -f` every node (workers first, in parallel; control planes one by one, the last made first), stop the
+    load balancer and external etcd by their pid files, then empty the lab dir."""
     lab_dir = lab_dir.absolute()
     nodes = lab_nodes(lab_dir)
     workers = [n for n in nodes if not n.control_plane and n.root.exists()]
@@ -231,7 +452,7 @@ def lab_down(lab_dir: Path, out: Out = print) -> None:
         (
             n,
             subprocess.Popen(
-                _pykubeadm(n, "reset", "-f"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env()
+                pykubeadm_command(n, "reset", "-f"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env()
             ),
         )
         for n in workers
@@ -239,10 +460,19 @@ def lab_down(lab_dir: Path, out: Out = print) -> None:
     for n, p in procs:
         _, err = p.communicate()
         out(f"[lab] reset {n.name}" + ("" if p.returncode == 0 else f" failed: {err.decode(errors='replace')[-500:]}"))
-    for n in nodes:
+    for n in reversed(nodes):
         if n.control_plane and n.root.exists():
-            res = subprocess.run(_pykubeadm(n, "reset", "-f"), capture_output=True, text=True, env=_env(), check=False)
+            res = subprocess.run(
+                pykubeadm_command(n, "reset", "-f"), capture_output=True, text=True, env=child_env(), check=False
+            )
             out(f"[lab] reset {n.name}" + ("" if res.returncode == 0 else f" failed: {res.stderr[-500:]}"))
+    lb = load_balancer(lab_dir)
+    if lb is not None and lb.stop():
+        out("[lab] stopped the load balancer")
+    if lab_settings(lab_dir).datastore == "external-etcd":
+        from pykubeadm.lab.externaletcd import ExternalEtcd
+
+        ExternalEtcd(lab_dir, lab_settings(lab_dir).prefix).stop(out)
     if lab_dir.exists():
         for child in lab_dir.iterdir():
             if child.is_dir() and not child.is_symlink():
@@ -253,7 +483,7 @@ def lab_down(lab_dir: Path, out: Out = print) -> None:
 
 
 def _look_around(lab_dir: Path) -> str:
-    admin = _admin_kubeconfig(lab_dir)
+    admin = admin_kubeconfig(lab_dir)
     return (
         "\nLook around:\n"
         f"  export KUBECONFIG={admin}\n"

@@ -1,0 +1,58 @@
+"""A lab's settings, `.lab/lab.yaml` (the datastore `lab up` chose and, for an HA lab, the load balancer's address),
+and the HA lab's load balancer; read by every lab command."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from pykubeadm.lab.loadbalancer import LoadBalancer
+from pykubeadm.lab.nodes import LAB_STATE_DIR
+
+__all__ = ["LabSettings", "lab_settings", "load_balancer", "save_settings", "state_dir"]
+
+_SETTINGS_FILE = "lab.yaml"
+
+
+@dataclass(frozen=True)
+class LabSettings:
+    """What `lab up` chose, kept in `.lab/lab.yaml`."""
+
+    datastore: str = "sqlite"
+    #: The load balancer's address (HA labs), else "".
+    load_balancer: str = ""
+
+    @property
+    def ha(self) -> bool:
+        return bool(self.load_balancer)
+
+    @property
+    def prefix(self) -> str | None:
+        """The first three octets of the lab's addresses (from the load balancer's), for an HA lab."""
+        return self.load_balancer.rsplit(".", 1)[0] + "." if self.load_balancer else None
+
+
+def state_dir(lab_dir: Path) -> Path:
+    return lab_dir / LAB_STATE_DIR
+
+
+def lab_settings(lab_dir: Path) -> LabSettings:
+    try:
+        data = yaml.safe_load((state_dir(lab_dir) / _SETTINGS_FILE).read_text()) or {}
+    except OSError:
+        return LabSettings()
+    return LabSettings(str(data.get("datastore") or "sqlite"), str(data.get("loadBalancer") or ""))
+
+
+def save_settings(lab_dir: Path, s: LabSettings) -> None:
+    path = state_dir(lab_dir) / _SETTINGS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump({"datastore": s.datastore, "loadBalancer": s.load_balancer}, sort_keys=False))
+
+
+def load_balancer(lab_dir: Path, settings: LabSettings | None = None) -> LoadBalancer | None:
+    """The HA lab's load balancer, or None for a single-control-plane lab."""
+    s = settings or lab_settings(lab_dir)
+    return LoadBalancer(state_dir(lab_dir), s.load_balancer) if s.ha else None
