@@ -349,8 +349,9 @@ class ProxyServer:
                     )
                 )
             )
-            services = Informer(client, Service, watch_timeout=300)
-            slices = Informer(client, EndpointSlice, watch_timeout=300)
+            # every namespace ("*"): without it lightkube lists only the kubeconfig's default namespace
+            services = Informer(client, Service, namespace="*", watch_timeout=300)
+            slices = Informer(client, EndpointSlice, namespace="*", watch_timeout=300)
             nodes = Informer(client, Node, fields={"metadata.name": self.hostname}, watch_timeout=300)
             services.add_handler(self._on_service)
             slices.add_handler(self._on_slice)
