@@ -33,42 +33,6 @@ __all__ = ["lab_reset", "lab_start", "lab_stop"]
 Out = Callable[[str], None]
 
 
-def _scan() -> dict[int, tuple[int, int, list[str]]]:
-    """pid → (parent pid, session id, arguments), one read of /proc per process."""
-    procs: dict[int, tuple[int, int, list[str]]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            args = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        except (OSError, IndexError):
-            continue
-        if stat[0] not in ("Z", "X"):  # a dead session leader not yet reaped is gone all the same
-            procs[int(entry.name)] = (int(stat[1]), int(stat[3]), args)
-    return procs
-
-
-def orphaned_pod_processes(root: Path) -> list[int]:
-    """Processes left by a killed kubelet that `node_processes` does not see: a Pod sandbox whose arguments name the
-    node's root but whose session leader is gone (the kubelet's intermediate process), and their descendants. A
-    process of someone's terminal that names the root (a `tail -f` of a log) keeps its live session leader."""
-    procs = _scan()
-    prefix = f"{root}/"
-    found = {
-        pid
-        for pid, (_, sid, args) in procs.items()
-        if sid not in procs and sid != pid and any(a == str(root) or a.startswith(prefix) for a in args)
-    }
-    grew = True
-    while grew:  # their descendants (the containers inside a sandbox's namespaces)
-        more = {pid for pid, (ppid, _, _) in procs.items() if ppid in found and pid not in found}
-        found |= more
-        grew = bool(more)
-    found.discard(os.getpid())
-    return sorted(found)
-
-
 def lab_stop(lab_dir: Path, name: str, out: Out = print, timeout: float = 20.0) -> list[int]:
     """Kill every process of node `name`; returns their pids."""
     node = find_node(lab_dir.absolute(), name)
@@ -76,7 +40,7 @@ def lab_stop(lab_dir: Path, name: str, out: Out = print, timeout: float = 20.0) 
     deadline = time.monotonic() + timeout
     while True:
         # a dying kubelet may still start a container: look again until none
-        pids = sorted(set(node_processes(node.root)) | set(orphaned_pod_processes(node.root)))
+        pids = node_processes(node.root)
         if not pids:
             break
         for pid in pids:

@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from pykubeadm.lab.nodectl import orphaned_pod_processes
+from pykubeadm.phases.reset.processes import orphaned_pod_processes
 
 
 def _wait_for(fn, timeout: float = 10.0):  # type: ignore[no-untyped-def]

@@ -142,7 +142,12 @@ def _remove_containers(data: ResetData) -> None:
         except (OSError, subprocess.SubprocessError) as err:
             log.warning("[reset] Failed to remove containers: %s", err)
         return
-    stopped = stop_processes(node_processes(data.layout.root))
+    stopped: list[int] = []
+    for _ in range(3):  # look again: a sandbox orphaned while its shim was being stopped
+        pids = [p for p in node_processes(data.layout.root) if p not in stopped]
+        if not pids:
+            break
+        stopped += stop_processes(pids)
     if stopped:
         log.info("[reset] Stopped processes of this node: %s", stopped)
 

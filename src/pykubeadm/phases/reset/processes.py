@@ -5,7 +5,9 @@ mapped under the node's root dir (`--data-dir=<root>/var/lib/etcd`); the kubelet
 and PYKUBEADM_ROOT_DIR. A process belongs to the node when its environment's PYKUBEADM_ROOT_DIR is the root, or when
 it leads its own session (as the kubelet daemon and every container process do) and one of its arguments names the
 root dir (the root itself or a path below it, also after `=`, `,`, `:` or `sqlite://`). So a `tail -f` of a log
-under the root in someone's terminal is left alone. Processes are never matched by name. This process and its ancestors are never touched, nor anything when the root is
+under the root in someone's terminal is left alone. A Pod sandbox whose session leader is gone (a killed kubelet's
+intermediate process, a shim that died first) belongs to the node too when its arguments name the root, and so do
+its descendants (the containers inside its namespaces). Processes are never matched by name. This process and its ancestors are never touched, nor anything when the root is
 "/" (host mode: the container runtime owns the containers there).
 """
 
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from pykubeadm import constants as c
 
-__all__ = ["node_processes", "stop_processes"]
+__all__ = ["node_processes", "orphaned_pod_processes", "stop_processes"]
 
 _PROC = Path("/proc")
 
@@ -64,8 +66,46 @@ def _belongs(pid: int, pattern: re.Pattern[bytes], root: str) -> bool:
     return f"{c.ROOT_DIR_ENV}={root}".encode() in env
 
 
+def _scan() -> dict[int, tuple[int, int, list[str]]]:
+    """pid → (parent pid, session id, arguments), one read of /proc per process."""
+    procs: dict[int, tuple[int, int, list[str]]] = {}
+    for entry in _PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            args = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except (OSError, IndexError):
+            continue
+        if stat[0] not in ("Z", "X"):  # a dead session leader not yet reaped is gone all the same
+            procs[int(entry.name)] = (int(stat[1]), int(stat[3]), args)
+    return procs
+
+
+def orphaned_pod_processes(root: Path) -> list[int]:
+    """Pod sandboxes whose arguments name the node's root but whose session leader is gone, and their descendants.
+    A process of someone's terminal that names the root (a `tail -f` of a log) keeps its live session leader."""
+    if os.path.realpath(root) == "/":
+        return []
+    procs = _scan()
+    prefix = f"{root}/"
+    found = {
+        pid
+        for pid, (_, sid, args) in procs.items()
+        if sid not in procs and sid != pid and any(a == str(root) or a.startswith(prefix) for a in args)
+    }
+    grew = True
+    while grew:  # their descendants (the containers inside a sandbox's namespaces)
+        more = {pid for pid, (ppid, _, _) in procs.items() if ppid in found and pid not in found}
+        found |= more
+        grew = bool(more)
+    found -= _ancestors()
+    return sorted(found)
+
+
 def node_processes(root: Path) -> list[int]:
-    """Pids of the processes (of any session) that belong to the node root `root`; [] for "/"."""
+    """Pids of the processes (of any session) that belong to the node root `root`, orphaned Pod sandboxes
+    included; [] for "/"."""
     real = os.path.realpath(root)
     if real == "/":
         return []
@@ -81,7 +121,7 @@ def node_processes(root: Path) -> list[int]:
             continue
         if any(_belongs(pid, p, r) for p, r in patterns):
             found.append(pid)
-    return sorted(found)
+    return sorted(set(found) | set(orphaned_pod_processes(root)))
 
 
 def _alive(pid: int) -> bool:
