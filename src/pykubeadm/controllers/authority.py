@@ -4,11 +4,13 @@
 (PermissiveSigningPolicy): subject, SANs and public key from the request, every requested extension dropped, KeyUsage and
 ExtKeyUsage from `spec.usages`, BasicConstraints CA=false, NotBefore = now − 5 min, NotAfter = now + ttl (− 5 min when
 ttl ≥ 8 h) clamped to the CA's NotAfter, a random 128-bit serial. `CAFiles` reloads the pair whenever the file bytes
-change (the files are read on every sign, as the real controller does).
+change (the files are read on every sign, as the real controller does); files that no longer read or parse leave the last
+good pair in use, as kube's dynamic cert/key loader does.
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 from collections.abc import Iterable
@@ -29,6 +31,8 @@ BACKDATE = timedelta(minutes=5)
 SHORT_TTL = timedelta(hours=8)
 #: The shortest lifetime a CSR may ask for via spec.expirationSeconds.
 MIN_TTL = timedelta(minutes=10)
+
+log = logging.getLogger(__name__)
 
 # Go's x509.ExtKeyUsage enum order (issued EKUs are sorted by it).
 _EKU_ORDER: list[tuple[str, ObjectIdentifier]] = [
@@ -193,17 +197,32 @@ class CAFiles:
         self._lock = threading.Lock()
         self._raw: tuple[bytes, bytes] | None = None
         self._ca: CertificateAuthority | None = None
+        self._failed = ""
 
     def current(self) -> CertificateAuthority:
+        """The pair as the files hold it now; once a pair has loaded, files that no longer read or parse (removed,
+        replaced by something unparsable) keep the last good pair in use, as kube's dynamic cert/key loader does
+        (it logs the error and serves the previous content). Raises SigningError only before a first good load."""
         try:
             raw = (self.cert_file.read_bytes(), self.key_file.read_bytes())
         except OSError as err:
-            raise SigningError(f"error reading CA cert file {err.filename}: {err.strerror}") from err
+            return self._keep_previous(SigningError(f"error reading CA cert file {err.filename}: {err.strerror}"))
         with self._lock:
             if raw != self._raw or self._ca is None:
-                self._ca = _parse_pair(raw[0], raw[1], self.cert_file, self.key_file)
+                try:
+                    self._ca = _parse_pair(raw[0], raw[1], self.cert_file, self.key_file)
+                except SigningError as err:
+                    return self._keep_previous(err)
                 self._raw = raw
             return self._ca
+
+    def _keep_previous(self, err: SigningError) -> CertificateAuthority:
+        if self._ca is None:
+            raise err
+        if self._failed != str(err):  # once per change of the files, not once per CSR
+            self._failed = str(err)
+            log.error('"Loading CA cert/key pair failed, keeping the previous one" err="%s"', err)
+        return self._ca
 
 
 def _parse_pair(cert_pem: bytes, key_pem: bytes, cert_file: Path, key_file: Path) -> CertificateAuthority:
@@ -215,8 +234,10 @@ def _parse_pair(cert_pem: bytes, key_pem: bytes, cert_file: Path, key_file: Path
         raise SigningError(f"error reading CA cert file {cert_file}: expected 1 certificate, found {len(certs)}")
     try:
         key = serialization.load_pem_private_key(key_pem, password=None)
-    except (ValueError, TypeError) as err:
-        raise SigningError(f"error reading CA key file {key_file}: {err}") from err
+    except (ValueError, TypeError) as err:  # keyutil.ParsePrivateKeyPEM's message
+        raise SigningError(
+            f"error reading CA key file {key_file}: data does not contain a valid RSA or ECDSA private key"
+        ) from err
     if not isinstance(key, rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey):
         raise SigningError(f"error reading CA key file {key_file}: key does not implement crypto.Signer")
     return CertificateAuthority(certs[0], key)

@@ -32,7 +32,7 @@ from pykubeadm.controllers.daemon import (
 from pykubeadm.controllers.flags import GoDuration, bool_flag, path_or_none, reject_unknown_flags
 from pykubeadm.controllers.manager import ControllerSelectionError, enabled_controllers, run_controllers
 from pykubeadm.controllers.nodeipam import parse_cluster_cidrs
-from pykubeadm.controllers.runtime import ControllerContext
+from pykubeadm.controllers.runtime import ControllerContext, ControllerStartError
 from pykubeadm.controllers.serving import HealthServer
 from pykubeadm.errors import KubeconfigError
 from pykubeadm.util.leaderelection import LeaderElector
@@ -247,4 +247,9 @@ def command(ctx: click.Context, **flags: Any) -> None:
         raise click.UsageError("; ".join(problems))
     configure_logging(flags["verbosity"])
     with contextlib.suppress(KeyboardInterrupt):
-        sys.exit(run_until_signalled(lambda: run_kcm(opts), log))
+        try:
+            code = run_until_signalled(lambda: run_kcm(opts), log)
+        except ControllerStartError as err:
+            log.error('"Error starting controllers" err="%s"', err)
+            code = 1
+        sys.exit(code)

@@ -1,7 +1,8 @@
 """The csrsigning controller: issues certificates for approved CSRs of the four built-in signers (signer.go).
 
 `kubernetes.io/kube-apiserver-client`, `kube-apiserver-client-kubelet`, `kubelet-serving` and `legacy-unknown` all sign
-with the CA of --cluster-signing-cert-file/--cluster-signing-key-file (re-read when it changes). A CSR is signed only
+with the CA of --cluster-signing-cert-file/--cluster-signing-key-file (loaded at start, or the controller does not start;
+re-read when it changes, keeping the last good pair if the files break). A CSR is signed only
 when approved (and not denied), not yet issued, not Failed, and it passes its signer's policy; a policy violation adds
 Failed/SignerValidationFailure instead. Without a signing key (external CA mode) nothing is signed.
 """
@@ -33,7 +34,7 @@ from pykubeadm.controllers.csrutil import (
     validate_kubelet_client_csr,
     validate_kubelet_serving_csr,
 )
-from pykubeadm.controllers.runtime import Controller, TemporaryError
+from pykubeadm.controllers.runtime import Controller, ControllerStartError, TemporaryError
 
 __all__ = ["SIGNER_POLICIES", "CSRSigningController", "failed_condition", "sign_decision", "validate_for_signer"]
 
@@ -84,6 +85,12 @@ class CSRSigningController(Controller):
         self.ca: CAFiles | None = None
         if opts is not None and opts.cluster_signing_cert_file and opts.cluster_signing_key_file:
             self.ca = CAFiles(opts.cluster_signing_cert_file, opts.cluster_signing_key_file)
+            try:  # kube loads the pair when the signers start and refuses to start without it
+                self.ca.current()
+            except SigningError as err:
+                raise ControllerStartError(
+                    f"failed to start kubernetes.io/kubelet-serving certificate controller: {err}"
+                ) from err
         self.cert_ttl: timedelta = opts.cluster_signing_duration if opts is not None else timedelta(hours=8760)
         self.csrs = self.watch(CertificateSigningRequest, self._on_event)
 

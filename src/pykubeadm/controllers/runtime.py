@@ -22,6 +22,7 @@ from pykubeadm.client import Informer
 __all__ = [
     "Controller",
     "ControllerContext",
+    "ControllerStartError",
     "PermanentError",
     "TemporaryError",
     "WorkQueue",
@@ -42,6 +43,10 @@ class TemporaryError(Exception):
 
 class PermanentError(Exception):
     """The key cannot succeed as it is; log it and stop retrying until the object changes."""
+
+
+class ControllerStartError(Exception):
+    """A controller cannot start (kube-controller-manager logs "Error starting controllers" and exits 1)."""
 
 
 class WorkQueue:

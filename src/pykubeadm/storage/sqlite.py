@@ -145,6 +145,10 @@ class SqliteStore:
         except (StoreError, asyncio.CancelledError):
             raise
         except sqlite3.Error as e:
+            if getattr(e, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL:
+                # the datastore is there but refuses the write (disk full): kube-apiserver answers such a storage
+                # error with a 500 (etcd's "mvcc: database space exceeded"), not as an unavailable datastore
+                raise StoreError(f"SQLite datastore {self.path}: {e}") from e
             raise StoreUnavailableError(f"SQLite datastore {self.path}: {e}") from e
 
     def _read(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:

@@ -88,12 +88,26 @@ async def test_token_signed_by_another_key_is_rejected(authn):
 
 
 async def test_expired_and_not_yet_valid_tokens(authn, sa_key):
-    with pytest.raises(AuthenticationError):
-        await authn(bearer(mint_jwt(sa_key, bound_claims(*A_SA, lifetime=-1))))
+    with pytest.raises(AuthenticationError, match="service account token has expired"):
+        await authn(bearer(mint_jwt(sa_key, bound_claims(*A_SA, lifetime=-120))))
     claims = bound_claims(*A_SA)
     claims["nbf"] = int(time.time()) + 600
-    with pytest.raises(AuthenticationError):
+    with pytest.raises(AuthenticationError, match="service account token is not valid yet"):
         await authn(bearer(mint_jwt(sa_key, claims)))
+    claims = bound_claims(*A_SA, nbf=int(time.time()))
+    claims["iat"] = int(time.time()) + 600
+    with pytest.raises(AuthenticationError, match="service account token is issued in the future"):
+        await authn(bearer(mint_jwt(sa_key, claims)))
+
+
+async def test_clock_skew_within_a_minute_is_tolerated(authn, sa_key):
+    """go-jose's default leeway, which kube's claims validation uses: exp, nbf and iat are judged ±60 s."""
+    now = int(time.time())
+    for claims in (
+        bound_claims(*A_SA, lifetime=-30),  # expired 30 s ago by our clock
+        bound_claims(*A_SA, iat=now + 30, nbf=now + 30),  # issued by a clock 30 s ahead of ours
+    ):
+        assert (await authn(bearer(mint_jwt(sa_key, claims)))).name == f"system:serviceaccount:{A_SA[0]}:{A_SA[1]}"
 
 
 async def test_unknown_issuer_is_not_ours_and_ends_as_401(sa_key, source):

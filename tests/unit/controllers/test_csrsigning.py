@@ -215,9 +215,14 @@ def test_ecdsa_ca_and_reload_on_change(tmp_path: Path) -> None:
     second = make_ca()
     write(second)
     assert files.current().certificate == second.certificate
+    # files that break later leave the last good pair in use (kube's dynamic cert/key loader keeps its content)
+    key_file.write_text("not a key")
+    assert files.current().certificate == second.certificate
     key_file.unlink()
+    assert files.current().certificate == second.certificate
+    # without a first good load there is nothing to keep: the error names the file
     with pytest.raises(SigningError, match=r"ca\.key"):
-        files.current()
+        CAFiles(cert_file, key_file).current()
 
 
 def test_issued_pem_is_base64_in_status() -> None:

@@ -44,6 +44,8 @@ MATCHED_AUDIENCES: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.
     "matched_audiences", default=None
 )
 _DELETION_LEEWAY_SECONDS = 60
+#: Clock skew tolerated on a bound token's exp, nbf and iat (go-jose's jwt.DefaultLeeway, one minute).
+_CLOCK_SKEW_LEEWAY_SECONDS = 60
 _POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name"
 _POD_UID_EXTRA = "authentication.kubernetes.io/pod-uid"
 _NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
@@ -143,12 +145,15 @@ class ServiceAccountTokenAuthenticator:
         return await (self._legacy_user(parsed.claims) if legacy else self._bound_user(parsed.claims))
 
     def _check_times(self, claims: dict[str, Any]) -> None:
+        """exp, nbf and iat against our clock with go-jose's default leeway (kube's claims.go: jwt.Expected{Time})."""
         now = self._clock()
-        exp, nbf = claims.get("exp"), claims.get("nbf")
-        if exp is not None and (not isinstance(exp, int | float) or now >= exp):
+        exp, nbf, iat = claims.get("exp"), claims.get("nbf"), claims.get("iat")
+        if exp is not None and (not isinstance(exp, int | float) or now - _CLOCK_SKEW_LEEWAY_SECONDS > exp):
             raise AuthenticationError("service account token has expired")
-        if nbf is not None and (not isinstance(nbf, int | float) or now < nbf):
+        if nbf is not None and (not isinstance(nbf, int | float) or now + _CLOCK_SKEW_LEEWAY_SECONDS < nbf):
             raise AuthenticationError("service account token is not valid yet")
+        if iat is not None and (not isinstance(iat, int | float) or now + _CLOCK_SKEW_LEEWAY_SECONDS < iat):
+            raise AuthenticationError("service account token is issued in the future")
 
     async def _bound_user(self, claims: dict[str, Any]) -> UserInfo:
         self._check_times(claims)
