@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from pykubeadm.controllers.csrutil import parse_time
-from pykubeadm.scheduler.binder import _match_expression
+from pykubeadm.scheduler.matching import match_expression
 
 __all__ = [
     "BURST_REPLICAS",
@@ -150,7 +150,7 @@ def selector_matches(selector: Obj | None, labels: Mapping[str, str] | None) -> 
     for key, value in (selector.get("matchLabels") or {}).items():
         if labels.get(key) != value:
             return False
-    return all(_match_expression(labels, expr) for expr in selector.get("matchExpressions") or [])
+    return all(match_expression(labels, expr) for expr in selector.get("matchExpressions") or [])
 
 
 def controller_of(obj: Obj) -> dict[str, Any] | None:

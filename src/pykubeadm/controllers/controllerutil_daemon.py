@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from pykubeadm.controllers.controllerutil import CONTROLLER_REVISION_HASH_LABEL, is_pod_available, scaled_value
-from pykubeadm.scheduler.binder import _matches_selector_and_affinity, tolerates
+from pykubeadm.scheduler.matching import matches_node_selector_and_affinity, tolerates
 
 __all__ = [
     "DAEMON_TOLERATIONS",
@@ -89,7 +89,7 @@ def node_should_run(node: Obj, ds: Obj) -> tuple[bool, bool]:
     if spec.get("nodeName") and spec["nodeName"] != name:
         return False, False
     add_daemon_tolerations(spec)
-    if not _matches_selector_and_affinity({"spec": spec}, node):
+    if not matches_node_selector_and_affinity({"spec": spec}, node):
         return False, False
     tolerations = spec.get("tolerations") or []
     untolerated = [

@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 TAINT_UNREACHABLE: Final = "node.kubernetes.io/unreachable"
 TAINT_NOT_READY: Final = "node.kubernetes.io/not-ready"
+TAINT_UNSCHEDULABLE: Final = "node.kubernetes.io/unschedulable"
 _CONDITION_TYPES: Final = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
 
 
@@ -80,12 +81,16 @@ def _ready_status(node: Mapping[str, Any]) -> str | None:
 
 
 def desired_taints(
-    taints: list[dict[str, Any]], ready_status: str | None, now: datetime
+    taints: list[dict[str, Any]], ready_status: str | None, now: datetime, unschedulable: bool = False
 ) -> list[dict[str, Any]] | None:
-    """The Node's taints with unreachable/not-ready set to match Ready (None when unchanged)."""
+    """The Node's taints with unreachable/not-ready set to match Ready, and node.kubernetes.io/unschedulable:NoSchedule
+    to match spec.unschedulable (a cordon), as kube's TaintNodesByCondition (None when unchanged)."""
     want_key = {"Unknown": TAINT_UNREACHABLE, "False": TAINT_NOT_READY}.get(ready_status or "")
     managed = (TAINT_UNREACHABLE, TAINT_NOT_READY)
     kept = [t for t in taints if t.get("key") not in managed or t.get("key") == want_key]
+    kept = [t for t in kept if unschedulable or t.get("key") != TAINT_UNSCHEDULABLE]
+    if unschedulable and not any(t.get("key") == TAINT_UNSCHEDULABLE for t in kept):
+        kept.append({"key": TAINT_UNSCHEDULABLE, "effect": "NoSchedule"})
     if want_key is not None:
         for effect in ("NoSchedule", "NoExecute"):
             if not any(t.get("key") == want_key and t.get("effect") == effect for t in kept):
@@ -188,7 +193,8 @@ class NodeLifecycleController(Controller):
         ready = _ready_status(node)
         if ready in ("False", "Unknown"):
             await self._mark_pods_not_ready(key, now)
-        taints = desired_taints(list((node.get("spec") or {}).get("taints") or []), ready, now)
+        spec = node.get("spec") or {}
+        taints = desired_taints(list(spec.get("taints") or []), ready, now, bool(spec.get("unschedulable")))
         if taints is not None:
             node.setdefault("spec", {})["taints"] = taints
             await self._write(Node.from_dict(node), None)

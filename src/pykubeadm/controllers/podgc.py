@@ -26,6 +26,7 @@ from lightkube.resources.core_v1 import Node, Pod, PodStatus
 
 from pykubeadm.client import ApiError, is_not_found
 from pykubeadm.controllers.controllerutil import is_pod_terminal
+from pykubeadm.controllers.dictview import dict_view
 from pykubeadm.controllers.runtime import Controller
 
 __all__ = [
@@ -117,6 +118,7 @@ class PodGCController(Controller):
         self.period = _env_seconds(PERIOD_ENV, GC_CHECK_PERIOD)
         self.quarantine = _env_seconds(QUARANTINE_ENV, QUARANTINE_TIME)
         self.pods = self.watch(Pod, lambda *_: None, namespace="*")
+        self.pod_dicts = dict_view(self.pods)
         self.nodes = self.watch(Node, lambda *_: None)
         #: node name → when we first saw Pods bound to it while it did not exist
         self._missing_since: dict[str, float] = {}
@@ -135,7 +137,7 @@ class PodGCController(Controller):
                 log.warning("podgc: %s", err)
 
     async def gc(self) -> None:
-        pods = [p.to_dict() for p in self.pods.items()]
+        pods = self.pod_dicts.items()
         nodes = {n.metadata.name: n.to_dict() for n in self.nodes.items()}
         for pod in terminated_pods_to_delete(pods, self.threshold):
             await self._force_delete(pod, None)

@@ -33,6 +33,7 @@ from pykubeadm.controllers.controllerutil import (
     slow_start_batches,
 )
 from pykubeadm.controllers.controllerutil_api import EventRecorder, PodControl, api_error_message, claim
+from pykubeadm.controllers.dictview import dict_view
 from pykubeadm.controllers.runtime import Controller, TemporaryError
 
 __all__ = ["ReplicaSetController", "calculate_status", "pods_to_delete"]
@@ -105,6 +106,7 @@ class ReplicaSetController(Controller):
         self.pod_control = PodControl(self.client, self.recorder, KIND, API_VERSION)
         self.rss = self.watch(ReplicaSet, self._on_rs, namespace="*")
         self.pods = self.watch(Pod, self._on_pod, namespace="*")
+        self.pod_dicts = dict_view(self.pods)
 
     # --- event handlers ----------------------------------------------------------------------------------------------
 
@@ -193,7 +195,7 @@ class ReplicaSetController(Controller):
         rs = obj.to_dict()
         meta, spec = rs["metadata"], rs.get("spec") or {}
         needs_sync = self.expectations.satisfied(key) and not meta.get("deletionTimestamp")
-        pods = [p.to_dict() for p in self.pods.items() if p.metadata.namespace == meta["namespace"]]
+        pods = self.pod_dicts.items(meta["namespace"])
         active = [p for p in pods if is_pod_active(p)]
         owned = await claim(
             self.client,

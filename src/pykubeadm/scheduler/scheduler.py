@@ -1,107 +1,180 @@
 """The scheduling loop of the built-in kube-scheduler: watch Pods and Nodes, bind each pending Pod through pods/binding.
 
-A Pod that fits no Node gets `PodScheduled=False/Unschedulable` with kube-scheduler's "0/N nodes are available: …"
-message and is retried with backoff and whenever a Node changes. Bound Pods are counted immediately (the "assumed" Pods
-of kube-scheduler's cache) so a burst of Pods spreads over the Nodes.
+The cache (nodeinfo.NodeInfo per Node) follows the informers; a Pod we bind is "assumed" on its Node at once, as in
+kube-scheduler's cache, so a burst of Pods spreads over the Nodes before the watch shows the bindings; the binding itself runs beside the
+next decisions (kube's binding cycle), up to BIND_CONCURRENCY at once. A bound Pod gets
+kube's `Scheduled` event ("Successfully assigned NS/POD to NODE"); a Pod that fits no Node gets
+`PodScheduled=False/Unschedulable` and a `FailedScheduling` warning with kube-scheduler's "0/N nodes are available: …"
+message, and is retried with back-off and whenever a Node changes or a bound Pod goes away.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
 from lightkube.resources.core_v1 import Node, Pod, PodBinding, PodStatus
 
 from pykubeadm.client import ApiError, is_conflict, is_not_found
+from pykubeadm.controllers.controllerutil_api import EventRecorder, api_error_message
 from pykubeadm.controllers.runtime import Controller, TemporaryError
 from pykubeadm.scheduler.binder import choose_node, is_pending, unschedulable_message
+from pykubeadm.scheduler.nodeinfo import NodeInfo, pod_info
 
-__all__ = ["SchedulerController"]
+__all__ = ["SCHEDULER_NAME", "SchedulerController"]
 
 log = logging.getLogger(__name__)
+
+#: the default profile's schedulerName, and the component its events come from
+SCHEDULER_NAME = "default-scheduler"
+#: bindings in flight at once (kube binds each Pod in its own goroutine)
+BIND_CONCURRENCY = 32
 
 
 class SchedulerController(Controller):
     name = "scheduler"
-    workers = 1  # one decision at a time keeps the "fewest Pods" count exact
+    workers = 1  # one decision at a time keeps the cache exact
 
     def setup(self) -> None:
         self.pods = self.watch(Pod, self._on_pod, namespace="*")
         self.nodes = self.watch(Node, self._on_node)
-        self._assumed: dict[str, str] = {}  # pod key → node, until the informer shows the binding
+        self.recorder = EventRecorder(self.client, SCHEDULER_NAME)
+        self._infos: dict[str, NodeInfo] = {}  # node name → NodeInfo (also for Nodes not (yet) in the informer)
+        self._present: set[str] = set()  # Nodes the informer has
+        self._placed: dict[str, str] = {}  # pod key → the node it counts on (bound or assumed)
+        self._assumed: set[str] = set()  # pod keys bound by us, binding not yet seen
         self._unschedulable: set[str] = set()
+        self._binding: set[asyncio.Task[None]] = set()
+        self._bind_slots = asyncio.Semaphore(BIND_CONCURRENCY)
 
-    def _on_pod(self, event: str, obj: Any, old: Any) -> None:
-        key = f"{obj.metadata.namespace}/{obj.metadata.name}"
-        if event == "DELETED" or (obj.spec and obj.spec.nodeName):
-            self._assumed.pop(key, None)
-            self._unschedulable.discard(key)
-            return
-        self.queue.add(key)
+    # --- cache -------------------------------------------------------------------------------------------------------
 
-    def _on_node(self, event: str, obj: Any, old: Any) -> None:
+    def _info(self, node: str) -> NodeInfo:
+        info = self._infos.get(node)
+        if info is None:
+            info = self._infos[node] = NodeInfo({"metadata": {"name": node}})
+        return info
+
+    def _unplace(self, key: str) -> None:
+        node = self._placed.pop(key, None)
+        if node is not None and node in self._infos:
+            self._infos[node].remove(key)
+
+    def _place(self, key: str, pod: dict[str, Any], node: str) -> None:
+        self._unplace(key)
+        self._info(node).add(pod_info(pod))
+        self._placed[key] = node
+
+    def _requeue_unschedulable(self) -> None:
         for key in list(self._unschedulable):
             self.queue.add(key)
 
-    def pods_per_node(self) -> Counter[str]:
-        counts: Counter[str] = Counter()
-        for pod in self.pods.items():
-            spec, status = pod.spec, pod.status
-            if spec and spec.nodeName and not (status and status.phase in ("Succeeded", "Failed")):
-                counts[spec.nodeName] += 1
-        for key, node in self._assumed.items():
-            pod = self.pods.get(key)
-            if pod is None or not (pod.spec and pod.spec.nodeName):
-                counts[node] += 1
-        return counts
+    def _on_pod(self, event: str, obj: Any, old: Any) -> None:
+        key = f"{obj.metadata.namespace}/{obj.metadata.name}"
+        node = obj.spec.nodeName if obj.spec else None
+        terminal = bool(obj.status and obj.status.phase in ("Succeeded", "Failed"))
+        if event == "DELETED" or (node and terminal):
+            self._assumed.discard(key)
+            self._unschedulable.discard(key)
+            if key in self._placed:
+                self._unplace(key)
+                self._requeue_unschedulable()  # resources or anti-affinity freed
+            return
+        if node:
+            self._assumed.discard(key)
+            self._unschedulable.discard(key)
+            if self._placed.get(key) != node or event == "ADDED" or _labels_changed(obj, old):
+                self._place(key, obj.to_dict(), node)
+            return
+        if key not in self._assumed:
+            self.queue.add(key)
+
+    def _on_node(self, event: str, obj: Any, old: Any) -> None:
+        name = obj.metadata.name
+        if event == "DELETED":
+            self._present.discard(name)
+            info = self._infos.get(name)
+            if info is not None and not info.pods:
+                del self._infos[name]
+            return
+        fresh = NodeInfo(obj.to_dict()).with_pods(self._infos[name].pods.values() if name in self._infos else ())
+        self._infos[name] = fresh
+        self._present.add(name)
+        self._requeue_unschedulable()
+
+    def node_infos(self) -> list[NodeInfo]:
+        return [self._infos[n] for n in sorted(self._present) if n in self._infos]
+
+    # --- scheduling --------------------------------------------------------------------------------------------------
 
     async def sync(self, key: Any) -> None:
         obj = self.pods.get(key)
         if obj is None or key in self._assumed:
             return
         pod = obj.to_dict()
-        if not is_pending(pod):
+        if not is_pending(pod, SCHEDULER_NAME):
             return
-        nodes = [n.to_dict() for n in self.nodes.items()]
-        node, reasons = choose_node(pod, nodes, self.pods_per_node())
-        namespace, name = key.split("/", 1)
-        if node is None:
+        nodes = self.node_infos()
+        decision = choose_node(pod, nodes)
+        if decision.node is None:
             self._unschedulable.add(key)
-            await self._mark_unschedulable(pod, unschedulable_message(len(nodes), reasons))
-            raise TemporaryError(f"pod {key} is unschedulable")
+            never = (pod.get("spec") or {}).get("preemptionPolicy") == "Never"
+            message = unschedulable_message(len(nodes), decision.failures, preemption_never=never)
+            await self._mark_unschedulable(pod, message)
+            raise TemporaryError(f"pod {key} is unschedulable: {message}")
+        node = decision.node
+        self._assumed.add(key)
+        self._place(key, pod, node)
+        task = asyncio.get_running_loop().create_task(self._bind(key, pod, node))
+        self._binding.add(task)
+        task.add_done_callback(self._binding.discard)
+
+    async def _bind(self, key: str, pod: dict[str, Any], node: str) -> None:
+        """kube-scheduler's binding cycle: runs beside the next decisions, the Pod assumed on its Node meanwhile."""
+        namespace, name = key.split("/", 1)
         binding = PodBinding.from_dict(
             {
                 "metadata": {"name": name, "namespace": namespace},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node},
             }
         )
-        self._assumed[key] = node
-        try:
-            await self.client.create(binding, name, namespace=namespace)
-        except ApiError as err:
-            self._assumed.pop(key, None)
-            if is_not_found(err):
+        async with self._bind_slots:
+            try:
+                await self.client.create(binding, name, namespace=namespace)
+            except ValueError:
+                pass  # bound: kube-apiserver answers a binding with a Status, which is not a Binding to decode
+            except Exception as err:
+                self._assumed.discard(key)
+                self._unplace(key)
+                if isinstance(err, ApiError) and (is_not_found(err) or is_conflict(err)):
+                    return  # gone, or already bound by someone else
+                log.warning("binding %s to %s failed: %s", key, node, err)
+                self.recorder.event(pod, "Warning", "FailedScheduling", f"Binding rejected: {api_error_message(err)}",
+                                    kind="Pod", api_version="v1")  # fmt: skip
+                self.queue.add_rate_limited(key)
                 return
-            if is_conflict(err):  # already bound by someone else
-                return
-            raise
         self._unschedulable.discard(key)
+        self.recorder.event(
+            pod, "Normal", "Scheduled", f"Successfully assigned {key} to {node}", kind="Pod", api_version="v1"
+        )
         log.info("bound pod %s to node %s", key, node)
 
     async def _mark_unschedulable(self, pod: dict[str, Any], message: str) -> None:
         status = pod.setdefault("status", {})
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         previous = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+        self.recorder.event(pod, "Warning", "FailedScheduling", message, kind="Pod", api_version="v1")
         if previous and previous.get("status") == "False" and previous.get("message") == message:
             return
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         conditions.append(
             {
                 "type": "PodScheduled",
                 "status": "False",
                 "reason": "Unschedulable",
                 "message": message,
+                "lastProbeTime": None,
                 "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             }
         )
@@ -111,3 +184,7 @@ class SchedulerController(Controller):
             await self.client.replace(PodStatus.from_dict(pod), meta["name"], namespace=meta["namespace"])
         except ApiError as err:
             log.debug("could not record PodScheduled=False on %s/%s: %s", meta["namespace"], meta["name"], err)
+
+
+def _labels_changed(obj: Any, old: Any) -> bool:
+    return old is None or (obj.metadata.labels or {}) != (old.metadata.labels or {})

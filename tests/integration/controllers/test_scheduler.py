@@ -17,7 +17,7 @@ import pytest
 from harness import embedded_kubeconfig, wait_until
 from lightkube import Client
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Node, NodeStatus, Pod
+from lightkube.resources.core_v1 import Event, Node, NodeStatus, Pod
 
 from pykubeadm.client import sync_client
 from pykubeadm.testing.apiserver import ApiServer, free_port
@@ -116,6 +116,14 @@ def pod(name: str, **spec: object) -> Pod:
     )
 
 
+def _events(client: Client, pod_name: str, reason: str) -> list[Event]:
+    return [
+        e
+        for e in client.list(Event, namespace="default", fields={"involvedObject.name": pod_name})
+        if e.reason == reason
+    ]
+
+
 def node_of(client: Client, name: str) -> str | None:
     p = client.get(Pod, name, namespace="default")
     return p.spec.nodeName if p.spec else None
@@ -131,7 +139,7 @@ def test_health_endpoints_and_lease(api: ApiServer, scheduler: tuple[int, Path])
     assert lease.spec.holderIdentity and lease.spec.leaseDurationSeconds == 15
 
 
-def test_pods_are_bound_respecting_readiness_taints_and_selectors(api: ApiServer, scheduler: tuple[int, Path]) -> None:
+def test_pods_are_bound_respecting_not_ready_taints_and_selectors(api: ApiServer, scheduler: tuple[int, Path]) -> None:
     admin = sync_client(api.kubeconfig())
     api.kubectl("create", "serviceaccount", "default", "-n", "default", check=False)  # no KCM in this module
     add_node(
@@ -142,7 +150,8 @@ def test_pods_are_bound_respecting_readiness_taints_and_selectors(api: ApiServer
     )
     add_node(admin, "worker-a", labels={"disk": "ssd"})
     add_node(admin, "worker-b")
-    add_node(admin, "broken", ready=False)
+    not_ready = [{"key": "node.kubernetes.io/not-ready", "effect": e} for e in ("NoSchedule", "NoExecute")]
+    add_node(admin, "broken", ready=False, taints=not_ready)  # as the nodelifecycle controller taints it
     for i in range(4):
         admin.create(pod(f"spread-{i}"))
     placed = wait_until(
@@ -150,7 +159,10 @@ def test_pods_are_bound_respecting_readiness_taints_and_selectors(api: ApiServer
         10,
         what="pods bound",
     )
-    assert sorted(placed) == ["worker-a", "worker-a", "worker-b", "worker-b"]  # fewest Pods first
+    assert sorted(placed) == ["worker-a", "worker-a", "worker-b", "worker-b"]  # least allocated first
+    events = wait_until(lambda: _events(admin, "spread-0", "Scheduled"), 10, what="Scheduled event")
+    assert events[0].message == f"Successfully assigned default/spread-0 to {placed[0]}"
+    assert events[0].source.component == "default-scheduler" and events[0].type == "Normal"
 
     admin.create(pod("wants-ssd", nodeSelector={"disk": "ssd"}))
     admin.create(
@@ -173,6 +185,13 @@ def test_pods_are_bound_respecting_readiness_taints_and_selectors(api: ApiServer
 
     (cond,) = wait_until(unschedulable, 10, what="PodScheduled=False")
     assert (cond.status, cond.reason) == ("False", "Unschedulable")
-    assert cond.message.startswith("0/4 nodes are available:")
+    assert cond.message == (
+        "0/4 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, "
+        "1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, "
+        "2 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
+    )
+    (event,) = wait_until(lambda: _events(admin, "nowhere", "FailedScheduling"), 10, what="FailedScheduling event")
+    assert event.type == "Warning" and event.message == cond.message
     time.sleep(0.5)
     assert node_of(admin, "nowhere") is None

@@ -89,6 +89,13 @@ def test_taints_follow_ready() -> None:
     assert desired_taints(base, "True", NOW) is None
 
 
+def test_a_cordoned_node_gets_the_unschedulable_taint_and_loses_it_on_uncordon() -> None:
+    cordoned = desired_taints([], "True", NOW, unschedulable=True)
+    assert cordoned == [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]
+    assert desired_taints(cordoned, "True", NOW, unschedulable=True) is None
+    assert desired_taints(cordoned, "True", NOW, unschedulable=False) == []
+
+
 def test_service_range_inside_cluster_cidr_is_never_allocated() -> None:
     s = CIDRSet(ipaddress.ip_network("10.0.0.0/16"), 24)
     s.occupy_overlapping(ipaddress.ip_network("10.0.0.0/23"))

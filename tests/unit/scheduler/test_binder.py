@@ -1,72 +1,141 @@
-"""The scheduler's placement decision: filters (Ready, selector, affinity, taints) and fewest-Pods scoring."""
+"""The scheduler's placement decision: kube's filters (taints, cordon, affinity, resources, pod (anti-)affinity), the
+default scores spreading a controller's Pods, and kube-scheduler's FailedScheduling text."""
 
 from __future__ import annotations
 
-from pykubeadm.scheduler.binder import choose_node, is_pending, tolerates, unschedulable_message
+from pykubeadm.scheduler.binder import choose_node, is_pending, unschedulable_message
+from pykubeadm.scheduler.matching import tolerates
+from pykubeadm.scheduler.nodeinfo import NodeInfo, pod_info
+
+CP_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
+NOT_READY = [
+    {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"},
+]
 
 
 def node(
-    name: str, ready: bool = True, labels: dict | None = None, taints: list | None = None, unschedulable: bool = False
+    name: str, labels: dict | None = None, taints: list | None = None, unschedulable: bool = False, **alloc: str
 ) -> dict:
     return {
-        "metadata": {"name": name, "labels": labels or {}},
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
         "spec": {"taints": taints or [], "unschedulable": unschedulable},
-        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+        "status": {
+            "allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110", **alloc},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
     }
 
 
-def pod(**spec: object) -> dict:
-    return {
-        "metadata": {"name": "p", "namespace": "default"},
-        "spec": {"containers": [{"name": "c"}], **spec},
-        "status": {"phase": "Pending"},
-    }
+def pod(name: str = "p", labels: dict | None = None, owner: str = "", **spec: object) -> dict:
+    meta: dict = {"name": name, "namespace": "default", "labels": labels or {}}
+    if owner:
+        meta["ownerReferences"] = [{"kind": "ReplicaSet", "name": "rs", "uid": owner, "controller": True}]
+    return {"metadata": meta, "spec": {"containers": [{"name": "c"}], **spec}, "status": {"phase": "Pending"}}
 
 
-CP_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
+def infos(*nodes: dict, placed: dict[str, list[dict]] | None = None) -> list[NodeInfo]:
+    out = []
+    for n in nodes:
+        ni = NodeInfo(n)
+        for p in (placed or {}).get(n["metadata"]["name"], []):
+            ni.add(pod_info(p))
+        out.append(ni)
+    return out
 
 
-def test_fewest_pods_wins_ties_by_name() -> None:
-    nodes = [node("b"), node("a"), node("c")]
-    assert choose_node(pod(), nodes, {"a": 3, "b": 1, "c": 1})[0] == "b"
-    assert choose_node(pod(), nodes, {})[0] == "a"
+def test_a_controllers_pods_spread_over_the_nodes() -> None:
+    nodes = [node("w1"), node("w2"), node("w3")]
+    placed: dict[str, list[dict]] = {}
+    for i in range(6):
+        p = pod(f"web-{i}", {"app": "web"}, owner="rs-uid")
+        chosen = choose_node(p, infos(*nodes, placed=placed)).node
+        assert chosen is not None
+        placed.setdefault(chosen, []).append(p)
+    assert sorted(len(v) for v in placed.values()) == [2, 2, 2]
 
 
-def test_not_ready_and_unschedulable_nodes_are_skipped() -> None:
-    chosen, reasons = choose_node(pod(), [node("a", ready=False), node("b", unschedulable=True), node("c")], {"c": 9})
-    assert chosen == "c"
-    assert reasons == {"node(s) were not ready": 1, "node(s) were unschedulable": 1}
+def test_spreading_prefers_the_node_without_the_controllers_pods_over_a_less_loaded_one() -> None:
+    # w1 has more Pods in total but none of this ReplicaSet's; w2 has one of ours
+    placed = {"w1": [pod(f"other-{i}", owner="x") for i in range(2)], "w2": [pod("mine", owner="rs")]}
+    assert choose_node(pod("new", owner="rs"), infos(node("w1"), node("w2"), placed=placed)).node == "w1"
 
 
-def test_node_selector_and_affinity() -> None:
-    nodes = [node("a", labels={"disk": "hdd"}), node("b", labels={"disk": "ssd"})]
-    assert choose_node(pod(nodeSelector={"disk": "ssd"}), nodes, {"b": 5})[0] == "b"
-    affinity = {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "NotIn", "values": ["ssd"]}]}]
-            }
-        }
-    }
-    assert choose_node(pod(affinity=affinity), nodes, {"a": 5})[0] == "a"
-    chosen, reasons = choose_node(pod(nodeSelector={"gpu": "yes"}), nodes, {})
-    assert chosen is None
-    assert unschedulable_message(2, reasons) == (
-        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+def test_not_ready_node_is_kept_out_by_its_taints_and_tolerating_pods_still_land() -> None:
+    nodes = infos(node("nr", taints=NOT_READY))
+    decision = choose_node(pod(), nodes)
+    assert decision.node is None
+    assert unschedulable_message(1, decision.failures) == (
+        "0/1 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }. "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
+    daemon = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+              {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"}]  # fmt: skip
+    assert choose_node(pod(tolerations=daemon), nodes).node == "nr"
+
+
+def test_cordoned_node_is_skipped_unless_the_pod_tolerates_unschedulable() -> None:
+    nodes = infos(node("a", unschedulable=True), node("b"))
+    assert (
+        choose_node(
+            pod(),
+            nodes,
+        ).node
+        == "b"
+    )
+    decision = choose_node(pod(), infos(node("a", unschedulable=True)))
+    assert unschedulable_message(1, decision.failures).startswith(
+        "0/1 nodes are available: 1 node(s) were unschedulable."
+    )
+    tol = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]
+    assert choose_node(pod(tolerations=tol), infos(node("a", unschedulable=True))).node == "a"
+
+
+def test_kube_message_for_control_plane_taint_and_selector() -> None:
+    nodes = infos(node("cp", taints=[CP_TAINT]), node("w1"), node("w2"))
+    decision = choose_node(pod(nodeSelector={"disk": "ssd"}), nodes)
+    assert decision.node is None
+    assert unschedulable_message(3, decision.failures) == (
+        "0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, "
+        "2 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 
-def test_taints_and_tolerations() -> None:
-    nodes = [
-        node("cp", taints=[CP_TAINT]),
-        node("w", taints=[{"key": "x", "value": "y", "effect": "PreferNoSchedule"}]),
-    ]
-    assert choose_node(pod(), nodes, {"w": 10})[0] == "w"
-    tol = [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}]
-    assert choose_node(pod(tolerations=tol), nodes, {"w": 10})[0] == "cp"
-    chosen, reasons = choose_node(pod(), [node("cp", taints=[CP_TAINT])], {})
-    assert chosen is None
-    assert reasons == {"node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }": 1}
+def test_node_affinity_and_prefer_no_schedule() -> None:
+    nodes = infos(
+        node("a", {"disk": "hdd"}), node("b", {"disk": "ssd"}, taints=[{"key": "x", "effect": "PreferNoSchedule"}])
+    )
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}]}}}  # fmt: skip
+    assert choose_node(pod(affinity=affinity), nodes).node == "b"
+    assert choose_node(pod(), nodes).node == "a"  # PreferNoSchedule taint scores b lower
+
+
+def test_required_anti_affinity_on_hostname_and_resources() -> None:
+    term = {"labelSelector": {"matchLabels": {"app": "dns"}}, "topologyKey": "kubernetes.io/hostname"}
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    nodes = [node("w1"), node("w2")]
+    first = pod("dns-1", {"app": "dns"}, affinity=anti)
+    placed = {"w2": [first]}
+    second = pod("dns-2", {"app": "dns"}, affinity=anti)
+    assert choose_node(second, infos(*nodes, placed=placed)).node == "w1"
+    placed["w1"] = [second]
+    decision = choose_node(pod("dns-3", {"app": "dns"}, affinity=anti), infos(*nodes, placed=placed))
+    assert decision.node is None
+    assert unschedulable_message(2, decision.failures) == (
+        "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules. "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    )
+    # symmetry: an existing Pod's anti-affinity keeps a matching newcomer (without terms of its own) away
+    plain = choose_node(pod("plain", {"app": "dns"}), infos(node("w1"), node("w2"), placed={"w2": [first]}))
+    assert plain.node == "w1"
+    big = pod(containers=[{"name": "c", "resources": {"requests": {"cpu": "3"}}}])
+    full = infos(node("w1", pods="1"), node("w2"), placed={"w1": [pod("x")]})
+    decision = choose_node(big, full)
+    assert unschedulable_message(2, decision.failures).startswith(
+        "0/2 nodes are available: 1 Too many pods, 2 Insufficient cpu."
+    )
 
 
 def test_toleration_matching_rules() -> None:
