@@ -19,6 +19,8 @@ from typing import Any
 import orjson
 from lightkube import AsyncClient
 
+from pykubeadm.controllers.csrutil import parse_time
+
 __all__ = ["ApiPath", "Discovery", "delete", "discover", "fmt_time", "parse_time", "request"]
 
 log = logging.getLogger(__name__)
@@ -27,17 +29,6 @@ log = logging.getLogger(__name__)
 def fmt_time(t: datetime) -> str:
     """RFC 3339 in UTC with second precision, as metav1.Time serialises."""
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: str | None) -> datetime | None:
-    """An API timestamp (None when absent or unparseable)."""
-    if not value:
-        return None
-    try:
-        t = datetime.fromisoformat(value.replace("z", "Z"))
-    except ValueError:
-        return None
-    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from cryptography import x509
@@ -68,13 +68,14 @@ def parse_csr(csr: Mapping[str, Any]) -> x509.CertificateSigningRequest:
 
 
 def parse_time(value: str | None) -> datetime | None:
-    """An RFC 3339 timestamp from the API (None when absent or empty: a "zero" time)."""
+    """An RFC 3339 timestamp from the API, always aware (None when absent, empty or unparseable: a "zero" time)."""
     if not value:
         return None
     try:
-        return datetime.fromisoformat(value.replace("z", "Z"))
+        t = datetime.fromisoformat(value.replace("z", "Z"))
     except ValueError:
         return None
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
 def _conditions(csr: Mapping[str, Any]) -> list[Mapping[str, Any]]:

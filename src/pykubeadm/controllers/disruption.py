@@ -24,7 +24,7 @@ from lightkube.resources.core_v1 import Pod, PodStatus, ReplicationController
 from lightkube.resources.policy_v1 import PodDisruptionBudget, PodDisruptionBudgetStatus
 
 from pykubeadm.client import ApiError, is_conflict, is_not_found
-from pykubeadm.controllers.batchutil import request
+from pykubeadm.controllers.batchutil import fmt_time, request
 from pykubeadm.controllers.controllerutil import controller_of, is_pod_ready, scaled_value, selector_matches
 from pykubeadm.controllers.controllerutil_api import EventRecorder
 from pykubeadm.controllers.csrutil import parse_time
@@ -64,10 +64,6 @@ class Scale:
 
 #: (controllerRef, namespace) → the controller's scale, None when the ref matches no controller; raises on errors
 ScaleFinder = Callable[[Obj, str], Awaitable[Scale | None]]
-
-
-def _fmt(t: datetime) -> str:
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def pods_for_pdb(pdb: Obj, pods: Iterable[Obj]) -> list[Obj]:
@@ -183,12 +179,12 @@ def _set_condition(conditions: list[dict[str, Any]], new: dict[str, Any], now: d
         if cond.get("type") == new["type"]:
             if cond.get("status") != new["status"]:
                 cond["status"] = new["status"]
-                cond["lastTransitionTime"] = _fmt(now)
+                cond["lastTransitionTime"] = fmt_time(now)
             cond["reason"] = new["reason"]
             cond["message"] = new["message"]
             cond["observedGeneration"] = new["observedGeneration"]
             return
-    conditions.append({**new, "lastTransitionTime": _fmt(now)})
+    conditions.append({**new, "lastTransitionTime": fmt_time(now)})
 
 
 def _conditions_up_to_date(pdb: Obj) -> bool:
@@ -385,7 +381,7 @@ class DisruptionController(Controller):
         if wait > timedelta(0):
             self.queue.add_after(("stale-disruption", key), wait.total_seconds())
             return
-        condition = {"type": "DisruptionTarget", "status": "False", "lastTransitionTime": _fmt(now)}
+        condition = {"type": "DisruptionTarget", "status": "False", "lastTransitionTime": fmt_time(now)}
         try:
             await self.client.patch(
                 PodStatus, obj.metadata.name, {"status": {"conditions": [condition]}}, namespace=obj.metadata.namespace

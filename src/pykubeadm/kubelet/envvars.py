@@ -25,6 +25,7 @@ from typing import Any
 from lightkube.utils.quantity import parse_quantity
 
 from pykubeadm.kubelet.api import ApiError
+from pykubeadm.kubelet.node import meminfo_kib
 from pykubeadm.util.goquote import go_quote
 
 __all__ = [
@@ -139,15 +140,7 @@ def field_value(
 
 def node_allocatable() -> dict[str, str]:
     """This machine's cpu and memory, the kubelet's default for limits a container does not set."""
-    memory = 0
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    memory = int(line.split()[1]) * 1024
-                    break
-    except OSError:
-        pass
+    memory = (meminfo_kib("MemTotal") or 0) * 1024
     return {"cpu": str(os.cpu_count() or 1), "memory": str(memory), "ephemeral-storage": str(2**40)}
 
 

@@ -20,16 +20,22 @@ from typing import Any
 
 from pykubeadm import constants as c
 from pykubeadm.kubelet.api import ApiError
+from pykubeadm.kubelet.podstatus import now as _now
 
-__all__ = ["NodeAgent", "Pressure", "host_pressure", "initial_node", "node_capacity", "node_conditions", "node_info"]
+__all__ = [
+    "NodeAgent",
+    "Pressure",
+    "host_pressure",
+    "initial_node",
+    "meminfo_kib",
+    "node_capacity",
+    "node_conditions",
+    "node_info",
+]
 
 log = logging.getLogger(__name__)
 
 _ARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le", "s390x": "s390x"}
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _micro_now() -> str:
@@ -43,6 +49,15 @@ def _read(path: str) -> str:
         return ""
 
 
+def meminfo_kib(key: str) -> int | None:
+    """One field of /proc/meminfo in KiB (`MemTotal`, `MemAvailable`), None when it is absent or unreadable."""
+    for line in _read("/proc/meminfo").splitlines():
+        name, _, rest = line.partition(":")
+        if name == key:
+            return int(rest.split()[0])
+    return None
+
+
 def node_arch() -> str:
     m = platform.machine()
     return _ARCH.get(m, m)
@@ -50,10 +65,7 @@ def node_arch() -> str:
 
 def node_capacity(root: Path, max_pods: int = 110) -> tuple[dict[str, str], dict[str, str]]:
     """(capacity, allocatable): cpu, memory, ephemeral-storage (of the root dir's filesystem), pods, hugepages."""
-    mem_kib = 0
-    for line in _read("/proc/meminfo").splitlines():
-        if line.startswith("MemTotal:"):
-            mem_kib = int(line.split()[1])
+    mem_kib = meminfo_kib("MemTotal") or 0
     try:
         st = os.statvfs(root)
         disk_kib = st.f_blocks * st.f_frsize // 1024
@@ -158,10 +170,7 @@ class Pressure:
 
 def host_pressure(root: Path) -> Pressure:
     """memory.available<100Mi, nodefs.available<10% (of the root dir's filesystem), pids in use > 90% of pid_max."""
-    avail_kib = None
-    for line in _read("/proc/meminfo").splitlines():
-        if line.startswith("MemAvailable:"):
-            avail_kib = int(line.split()[1])
+    avail_kib = meminfo_kib("MemAvailable")
     try:
         st = os.statvfs(root)
         disk = st.f_blocks > 0 and st.f_bavail / st.f_blocks < 0.10

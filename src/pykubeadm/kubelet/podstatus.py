@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
+
+from lightkube.utils.quantity import parse_quantity
 
 __all__ = ["Conditions", "now", "pod_phase", "qos_class"]
 
@@ -93,36 +96,12 @@ def qos_class(spec: Mapping[str, Any]) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-_SUFFIX = {
-    "m": 1e-3,
-    "": 1,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-    "E": 1e18,
-    "Ki": 1024,
-    "Mi": 1024**2,
-    "Gi": 1024**3,
-    "Ti": 1024**4,
-    "Pi": 1024**5,
-    "Ei": 1024**6,
-}
-
-
-def _canonical(q: str) -> float:
-    q = q.strip()
-    for suffix in sorted(_SUFFIX, key=len, reverse=True):
-        if suffix and q.endswith(suffix):
-            try:
-                return float(q[: -len(suffix)]) * _SUFFIX[suffix]
-            except ValueError:
-                break
+def _canonical(q: str) -> Decimal | None:
+    """A quantity's value, so that `1Gi` equals `1024Mi` and `100m` equals `0.1` (None when it does not parse)."""
     try:
-        return float(q)
+        return parse_quantity(q)
     except ValueError:
-        return -1.0
+        return None
 
 
 class Conditions:

@@ -13,10 +13,8 @@ ClusterConfiguration's `etcd.external` names the endpoints and those files.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -30,6 +28,7 @@ from pykubeadm import constants as c
 from pykubeadm.errors import KubeadmError
 from pykubeadm.lab.nodes import LAB_STATE_DIR, address_prefix
 from pykubeadm.layout import Layout
+from pykubeadm.phases.reset.processes import stop_processes
 
 __all__ = ["ExternalEtcd"]
 
@@ -222,23 +221,9 @@ class ExternalEtcd:
         for i, name in enumerate(self.names):
             pid = self._pid(i)
             if pid is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGTERM)
-                deadline = time.monotonic() + timeout
-                while time.monotonic() < deadline and self._pid(i) is not None and not _zombie(pid):
-                    time.sleep(0.05)
-                if self._pid(i) is not None and not _zombie(pid):
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
+                stop_processes([pid], grace=timeout)
                 out(f"[lab] stopped etcd member {name}")
             self.pid_file(i).unlink(missing_ok=True)
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _quote(s: str) -> str:

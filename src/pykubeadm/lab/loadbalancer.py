@@ -14,7 +14,6 @@ import contextlib
 import csv
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from pykubeadm import constants as c
 from pykubeadm.errors import KubeadmError
+from pykubeadm.phases.reset.processes import stop_processes
 
 __all__ = ["LoadBalancer", "ServerState", "haproxy_binary"]
 
@@ -162,16 +162,7 @@ class LoadBalancer:
         if pid is None:
             self.pid_file.unlink(missing_ok=True)
             return False
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-            if _zombie(pid):
-                break
-            time.sleep(0.05)
-        if Path(f"/proc/{pid}").exists() and not _zombie(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        stop_processes([pid], grace=timeout)
         self.pid_file.unlink(missing_ok=True)
         self.stats_socket.unlink(missing_ok=True)
         return True
@@ -192,10 +183,3 @@ class LoadBalancer:
             for r in rows
             if r.get("pxname") == BACKEND and r.get("svname") not in ("BACKEND", "FRONTEND")
         ]
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False

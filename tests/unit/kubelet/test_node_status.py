@@ -3,7 +3,15 @@ times that only move when a condition changes."""
 
 from __future__ import annotations
 
-from pykubeadm.kubelet.node import Pressure, host_pressure, initial_node, node_capacity, node_conditions
+from pykubeadm.kubelet.envvars import node_allocatable
+from pykubeadm.kubelet.node import (
+    Pressure,
+    host_pressure,
+    initial_node,
+    meminfo_kib,
+    node_capacity,
+    node_conditions,
+)
 
 
 def test_capacity_counts_pods_against_max_pods(tmp_path) -> None:
@@ -12,6 +20,15 @@ def test_capacity_counts_pods_against_max_pods(tmp_path) -> None:
     assert int(cap["cpu"]) >= 1 and cap["memory"].endswith("Ki")
     node = initial_node("n1", hostname="n1", node_ip="127.0.10.2", version="v1.33.0", root=tmp_path, max_pods=7)
     assert node["status"]["capacity"]["pods"] == "7"
+
+
+def test_memory_comes_from_meminfo_total(tmp_path) -> None:
+    total = meminfo_kib("MemTotal")
+    assert total is not None and total > 0 and meminfo_kib("NoSuchField") is None
+    cap, alloc = node_capacity(tmp_path)
+    assert cap["memory"] == f"{total}Ki"
+    assert alloc["memory"] == f"{total - 100 * 1024}Ki"  # evictionHard memory.available<100Mi
+    assert node_allocatable()["memory"] == str(total * 1024)  # the default for limits.memory in resourceFieldRef
 
 
 def test_pressure_conditions_and_their_transitions() -> None:

@@ -111,6 +111,7 @@ def res(requests: dict[str, str] | None = None, limits: dict[str, str] | None = 
         ([{"name": "c"}], "BestEffort"),
         ([res(limits={"cpu": "1", "memory": "1Gi"})], "Guaranteed"),  # requests default to limits
         ([res({"cpu": "1000m", "memory": "1024Mi"}, {"cpu": "1", "memory": "1Gi"})], "Guaranteed"),
+        ([res({"cpu": "350m", "memory": "1.5Gi"}, {"cpu": "0.35", "memory": "1536Mi"})], "Guaranteed"),  # exact
         ([res({"cpu": "500m"}, {"cpu": "1", "memory": "1Gi"})], "Burstable"),
         ([res({"memory": "1Gi"})], "Burstable"),
         ([res(limits={"cpu": "1", "memory": "1Gi"}), {"name": "d"}], "Burstable"),
