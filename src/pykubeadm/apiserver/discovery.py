@@ -6,9 +6,10 @@ Built once from the registry's strategies and virtual kinds; served by handlers/
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
-from pykubeadm.apiserver.registry import STRATEGIES, VIRTUAL_KINDS
+from pykubeadm.apiserver.registry import STRATEGIES, VIRTUAL_KINDS, Strategy
 
 __all__ = ["api_groups", "api_resource_list", "api_versions", "group_versions", "version_info"]
 
@@ -19,7 +20,14 @@ _SUB_VERBS = {
     "approval": ["get", "patch", "update"],
     "binding": ["create"],
     "finalize": ["update"],
+    "scale": ["get", "patch", "update"],
+    "eviction": ["create"],
+    "exec": ["create", "get"],
+    "attach": ["create", "get"],
+    "portforward": ["create", "get"],
 }
+#: Subresources whose kind is in another group: (group, version, kind).
+_SUB_KINDS = {"scale": ("autoscaling", "v1", "Scale"), "eviction": ("policy", "v1", "Eviction")}
 
 
 def version_info(git_version: str) -> dict[str, str]:
@@ -39,9 +47,10 @@ def version_info(git_version: str) -> dict[str, str]:
     }
 
 
-def group_versions() -> dict[str, list[str]]:
+def group_versions(extra: Sequence[Strategy] = ()) -> dict[str, list[str]]:
+    """Served group → versions; `extra` are the kinds registered at run time (custom resources)."""
     out: dict[str, list[str]] = defaultdict(list)
-    for s in STRATEGIES:
+    for s in (*STRATEGIES, *extra):
         if s.version not in out[s.group]:
             out[s.group].append(s.version)
     for v in VIRTUAL_KINDS:
@@ -63,23 +72,23 @@ def _group(name: str, versions: list[str]) -> Obj:
     return {"name": name, "versions": vs, "preferredVersion": vs[0]}
 
 
-def api_groups() -> Obj:
-    groups = [_group(g, vs) for g, vs in group_versions().items() if g]
+def api_groups(extra: Sequence[Strategy] = ()) -> Obj:
+    groups = [_group(g, vs) for g, vs in group_versions(extra).items() if g]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
-def api_group(name: str) -> Obj | None:
-    vs = group_versions().get(name)
+def api_group(name: str, extra: Sequence[Strategy] = ()) -> Obj | None:
+    vs = group_versions(extra).get(name)
     if not vs or not name:
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, vs)}
 
 
-def api_resource_list(group: str, version: str) -> Obj | None:
-    if version not in group_versions().get(group, []):
+def api_resource_list(group: str, version: str, extra: Sequence[Strategy] = ()) -> Obj | None:
+    if version not in group_versions(extra).get(group, []):
         return None
     resources: list[Obj] = []
-    for s in STRATEGIES:
+    for s in (*STRATEGIES, *extra):
         if (s.group, s.version) != (group, version):
             continue
         r: Obj = {
@@ -102,19 +111,9 @@ def api_resource_list(group: str, version: str) -> Obj | None:
                 "kind": "Binding" if sub == "binding" else s.kind,
                 "verbs": _SUB_VERBS.get(sub, ["get"]),
             }
+            if sub in _SUB_KINDS:  # the subresource's kind lives in another group
+                entry["group"], entry["version"], entry["kind"] = _SUB_KINDS[sub]
             resources.append(entry)
-        if s.plural == "deployments":
-            resources.append(
-                {
-                    "name": "deployments/scale",
-                    "singularName": "",
-                    "namespaced": True,
-                    "group": "autoscaling",
-                    "version": "v1",
-                    "kind": "Scale",
-                    "verbs": ["get", "patch", "update"],
-                }
-            )
         if s.plural == "serviceaccounts":
             resources.append(
                 {
@@ -166,37 +165,44 @@ def _kind_ref(group: str, version: str, kind: str) -> Obj:
     return {"group": group, "version": version, "kind": kind}
 
 
-def aggregated(core: bool, version: str) -> Obj:
+def aggregated_resources(group: str, version: str, doc: Obj) -> list[Obj]:
+    """An APIResourceList's resources in apidiscovery form (subresources folded into their parents)."""
+    by_name: dict[str, Obj] = {}
+    for r in doc.get("resources") or []:
+        if "/" in r["name"]:
+            continue
+        by_name[r["name"]] = {
+            "resource": r["name"],
+            "responseKind": _kind_ref(group, version, r.get("kind", "")),
+            "scope": "Namespaced" if r.get("namespaced") else "Cluster",
+            "singularResource": r.get("singularName", ""),
+            "verbs": r.get("verbs") or [],
+            **({"shortNames": r["shortNames"]} if r.get("shortNames") else {}),
+            **({"categories": r["categories"]} if r.get("categories") else {}),
+        }
+    for r in doc.get("resources") or []:
+        if "/" not in r["name"]:
+            continue
+        parent, sub = r["name"].split("/", 1)
+        if parent not in by_name:
+            continue
+        ref = _kind_ref(r.get("group", group), r.get("version", version), r.get("kind", ""))
+        by_name[parent].setdefault("subresources", []).append(
+            {"subresource": sub, "responseKind": ref, "verbs": r.get("verbs") or []}
+        )
+    return list(by_name.values())
+
+
+def aggregated(core: bool, version: str, extra: Sequence[Strategy] = ()) -> Obj:
     """apidiscovery.k8s.io/<version> APIGroupDiscoveryList for /api (core) or /apis (every other group)."""
     items = []
-    for group, versions in group_versions().items():
+    for group, versions in group_versions(extra).items():
         if (group == "") != core:
             continue
         vitems = []
         for v in versions:
-            doc = api_resource_list(group, v) or {"resources": []}
-            by_name: dict[str, Obj] = {}
-            for r in doc["resources"]:
-                if "/" in r["name"]:
-                    continue
-                by_name[r["name"]] = {
-                    "resource": r["name"],
-                    "responseKind": _kind_ref(group, v, r["kind"]),
-                    "scope": "Namespaced" if r["namespaced"] else "Cluster",
-                    "singularResource": r["singularName"],
-                    "verbs": r["verbs"],
-                    **({"shortNames": r["shortNames"]} if r.get("shortNames") else {}),
-                    **({"categories": r["categories"]} if r.get("categories") else {}),
-                }
-            for r in doc["resources"]:
-                if "/" not in r["name"]:
-                    continue
-                parent, sub = r["name"].split("/", 1)
-                ref = _kind_ref(r.get("group", group), r.get("version", v), r["kind"])
-                by_name[parent].setdefault("subresources", []).append(
-                    {"subresource": sub, "responseKind": ref, "verbs": r["verbs"]}
-                )
-            vitems.append({"version": v, "resources": list(by_name.values()), "freshness": "Current"})
+            doc = api_resource_list(group, v, extra) or {"resources": []}
+            vitems.append({"version": v, "resources": aggregated_resources(group, v, doc), "freshness": "Current"})
         items.append({"metadata": {"name": group}, "versions": vitems})
     return {
         "kind": "APIGroupDiscoveryList",

@@ -33,6 +33,8 @@ CACHED_RESOURCES = (
     "services",
     "pods",
     "priorityclasses.scheduling.k8s.io",
+    "resourcequotas",  # ResourceQuota admission reads them on every namespaced create
+    "limitranges",  # LimitRanger admission reads them on every pod create
 )
 
 
@@ -41,6 +43,13 @@ class _Cache:
         self.store = store
         self.items: dict[tuple[str, str], Obj] = {}
         self.synced = asyncio.Event()
+        self._ordered: list[tuple[tuple[str, str], Obj]] | None = None  # items by key; None after a change
+
+    def ordered(self) -> list[tuple[tuple[str, str], Obj]]:
+        """The items sorted by (namespace, name), re-sorted only after a change (authorizers list on every request)."""
+        if self._ordered is None:
+            self._ordered = sorted(self.items.items())
+        return self._ordered
 
     def _key(self, obj: Obj) -> tuple[str, str]:
         meta = obj.get("metadata", {})
@@ -51,6 +60,7 @@ class _Cache:
             try:
                 page = await self.store.list(None)
                 self.items = {self._key(o): o for o in page.items}
+                self._ordered = None
                 self.synced.set()
                 async for ev in self.store.watch(
                     None, int(page.resource_version) + 1, LabelSelector(), FieldSelector()
@@ -59,6 +69,7 @@ class _Cache:
                         self.items.pop(self._key(ev.object), None)
                     else:
                         self.items[self._key(ev.object)] = ev.object
+                    self._ordered = None
             except asyncio.CancelledError:
                 raise
             except (si.CompactedError, Exception):
@@ -105,7 +116,7 @@ class StoreObjectSource:
     async def list(self, resource: str, namespace: str | None = None) -> list[Obj]:
         cache = self._caches.get(resource)
         if cache is not None and cache.synced.is_set():
-            return [o for (ns, _), o in sorted(cache.items.items()) if namespace is None or ns == namespace]
+            return [o for (ns, _), o in cache.ordered() if namespace is None or ns == namespace]
         store = self._stores.get(resource)
         if store is None:
             return []

@@ -67,6 +67,8 @@ class ServerOptions:
     #: Where the one-JSON-line-per-request audit log goes: "-" = stdout (the default), "" = off, else a file.
     audit_log_path: str = "-"
     shutdown_delay_seconds: float = 0.0
+    max_requests_inflight: int = 400
+    max_mutating_requests_inflight: int = 200
     version: str = c.KUBERNETES_VERSION
     root: Path = Path("/")
     #: The flags as given (names without `--`, node paths), for the auth package's `build_auth`.
@@ -122,6 +124,13 @@ _FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("token-auth-file", {}),
     ("audit-log-path", {}),
     ("shutdown-delay-duration", {}),
+    ("max-requests-inflight", {"type": int}),
+    ("max-mutating-requests-inflight", {"type": int}),
+    ("default-not-ready-toleration-seconds", {"type": int}),
+    ("default-unreachable-toleration-seconds", {"type": int}),
+    ("endpoint-reconciler-type", {}),
+    # Accepted for kubeadm manifests; the aggregator always routes to Service endpoints (as with true).
+    ("enable-aggregator-routing", {"type": click.BOOL, "is_flag": False, "flag_value": "true"}),
     ("v", {"type": int}),
     ("kubernetes-version", {"hidden": True, "envvar": VERSION_ENV}),
 ]
@@ -232,6 +241,11 @@ def options_from_flags(flags: dict[str, Any], root: Path) -> ServerOptions:
         o.audit_log_path = v if v in ("-", "") else str(lay.host(v))
     if flags.get("shutdown_delay_duration"):
         o.shutdown_delay_seconds = _duration_seconds("shutdown-delay-duration", flags["shutdown_delay_duration"])
+    for name in ("max_requests_inflight", "max_mutating_requests_inflight"):
+        if flags.get(name) is not None:
+            if flags[name] < 0:
+                raise _err(f"--{name.replace('_', '-')} can not be negative value")
+            setattr(o, name, flags[name])
     version = flags.get("kubernetes_version") or os.environ.get(VERSION_ENV) or c.KUBERNETES_VERSION
     o.version = version if version.startswith("v") else "v" + version
     for f in (o.tls_cert_file, o.tls_private_key_file, o.client_ca_file, o.requestheader_client_ca_file):

@@ -14,11 +14,15 @@ from typing import Any
 
 from aiohttp import web
 
+from pykubeadm.apiserver.aggregator import Aggregator, ProxyTransport
 from pykubeadm.apiserver.app import build_app
 from pykubeadm.apiserver.authz.attributes import Attributes, Decision
 from pykubeadm.apiserver.bootstrap import ensure_builtin_objects, namespace_controller, reconcile_rbac_policy
-from pykubeadm.apiserver.discovery import version_info
+from pykubeadm.apiserver.crd.controller import CRDController
+from pykubeadm.apiserver.discovery import group_versions, version_info
+from pykubeadm.apiserver.endpointreconciler import LeaseEndpointReconciler
 from pykubeadm.apiserver.handlers.podlog import KubeletClient
+from pykubeadm.apiserver.middleware import InflightLimits
 from pykubeadm.apiserver.middleware.audit import line_writer
 from pykubeadm.apiserver.objectsource import StoreObjectSource
 from pykubeadm.apiserver.options import ServerOptions
@@ -29,6 +33,7 @@ from pykubeadm.apiserver.tokenrequest import TokenIssuer
 from pykubeadm.apiserver.wiring import wire_auth
 from pykubeadm.storage import open_store
 from pykubeadm.util import aio
+from pykubeadm.util.tlsclientauth import request_client_certificates
 
 __all__ = ["build_ssl_context", "run", "serve"]
 
@@ -41,11 +46,12 @@ def build_ssl_context(options: ServerOptions) -> ssl.SSLContext | None:
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(str(options.tls_cert_file), str(options.tls_private_key_file))
-    cas = [p for p in (options.client_ca_file, options.requestheader_client_ca_file) if p is not None]
-    if cas:
-        for p in cas:
-            ctx.load_verify_locations(cafile=str(p))
-        ctx.verify_mode = ssl.CERT_OPTIONAL  # requested, not required
+    if options.client_ca_file is not None or options.requestheader_client_ca_file is not None:
+        # Like kube-apiserver (tls.RequestClientCert): any certificate passes the handshake and the x509 and
+        # front-proxy authenticators judge it, so a foreign, expired or server-only certificate gets 401 Unauthorized.
+        # The CertificateRequest names the --client-ca-file issuers, as Go's ClientCAs does.
+        hint = options.client_ca_file or options.requestheader_client_ca_file
+        request_client_certificates(ctx, str(hint))
     ctx.set_alpn_protocols(["http/1.1"])
     return ctx
 
@@ -102,6 +108,14 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
         await ensure_builtin_objects(state, options.advertise_address, options.secure_port, allocator.first())
         await reconcile_rbac_policy(state)
         tasks.append(asyncio.create_task(namespace_controller(state), name="namespace-controller"))
+        state.crds = CRDController(state)
+        tasks.append(asyncio.create_task(state.crds.run(), name="crd-controller"))
+        if options.advertise_address and (options.raw_flags.get("endpoint-reconciler-type") or "lease") == "lease":
+            reconciler = LeaseEndpointReconciler(state, options.advertise_address, options.secure_port)
+            tasks.append(asyncio.create_task(reconciler.run(), name="endpoint-reconciler"))
+        transport = ProxyTransport(options.proxy_client_cert_file, options.proxy_client_key_file)
+        state.aggregator = Aggregator(state, transport, group_versions())
+        tasks.append(asyncio.create_task(state.aggregator.run(), name="aggregator"))
 
         async def ok() -> str | None:
             return None
@@ -132,8 +146,10 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
             else:
                 audit_file = open(options.audit_log_path, "a", buffering=1)  # noqa: SIM115 - closed in finally
                 sink = line_writer(audit_file)
-        app = build_app(state, sink)
-        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5)
+        limits = InflightLimits(options.max_requests_inflight, options.max_mutating_requests_inflight)
+        app = build_app(state, sink, limits)
+        # Request bodies are read as sent: kube-apiserver never decompresses them (Content-Encoding is ignored).
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5, auto_decompress=False)
         await runner.setup()
         host = _bind_host(options)
         site = web.TCPSite(

@@ -46,6 +46,10 @@ class ApiState:
     audit: Callable[[Obj], None] | None = None
     #: TLS settings for proxying to kubelets (pods/log); built from --kubelet-client-certificate/-key.
     kubelet_client: Any = None
+    #: The aggregation layer (apiserver/aggregator.Aggregator): APIService routing and availability; None = off.
+    aggregator: Any = None
+    #: The CRD controller (apiserver/crd/controller.CRDController): serves custom resources; None = not started.
+    crds: Any = None
 
     def __post_init__(self) -> None:
         for s in STRATEGIES:

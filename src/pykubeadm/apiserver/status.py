@@ -126,7 +126,7 @@ def method_not_allowed() -> ApiError:
 
 def unsupported_media_type(content_type: str, accepted: list[str]) -> ApiError:
     msg = f"the body of the request was in an unknown format - accepted media types include: {', '.join(accepted)}"
-    return ApiError(415, "UnsupportedMediaType", msg, {})
+    return ApiError(415, "UnsupportedMediaType", msg)  # negotiation's errUnsupportedMediaType: no details
 
 
 def gone(message: str) -> ApiError:

@@ -12,8 +12,6 @@ import importlib
 import logging
 import os
 import sys
-import tempfile
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -68,6 +66,8 @@ def current_state() -> CliState:
 def dry_run_layout(command: str, cert_dir: str, out: Callable[[str], None]) -> Layout:
     """The layout of `<command> --dry-run`: a temporary directory stands in for the node's root (kubeadm's dry-run dir,
     $KUBEADM_<COMMAND>_DRYRUN_DIR when set)."""
+    import tempfile
+
     tmp = os.environ.get(c.DRYRUN_DIR_ENV[command]) or tempfile.mkdtemp(prefix=f"kubeadm-{command}-dryrun")
     out(f"[dryrun] Using a temporary directory instead of the node's root: {tmp}")
     return Layout(root=Path(tmp), cert_dir=cert_dir)
@@ -131,6 +131,8 @@ def _run(argv: list[str] | None) -> int:
         return e.exit_code
     except KubeadmError as e:
         if _verbosity() >= 5:
+            import traceback
+
             traceback.print_exc()
         click.echo(str(e), err=True)
         if _verbosity() < 5:

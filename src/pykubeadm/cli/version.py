@@ -11,7 +11,6 @@ import click
 
 from pykubeadm import constants as c
 from pykubeadm.api.versions import parse_version
-from pykubeadm.api.yamlio import dump_yaml
 from pykubeadm.errors import KubeadmError
 
 __all__ = ["command", "version_info"]
@@ -80,6 +79,8 @@ def command(output: str) -> None:
     elif output == "short":
         click.echo(info["gitVersion"])
     elif output == "yaml":
+        from pykubeadm.api.yamlio import dump_yaml  # only this output format needs PyYAML
+
         click.echo(dump_yaml(_json_obj(info)), nl=False)
     elif output == "json":
         click.echo(json.dumps(_json_obj(info), indent=2))

@@ -116,6 +116,8 @@ def parse_kubeconfig(text: str | bytes, source: str = "data") -> Kubeconfig:
         cfg = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise KubeconfigError(f"failed to load kubeconfig file {source}: {err}") from err
+    except RecursionError:
+        raise KubeconfigError(f"failed to load kubeconfig file {source}: nested too deeply") from None
     if not isinstance(cfg, dict):
         raise KubeconfigError(f"failed to load kubeconfig file {source}: not a kubeconfig document")
     return cfg
@@ -130,22 +132,30 @@ def load_kubeconfig(path: Path) -> Kubeconfig:
 
 
 def _named(items: Any, name: str) -> dict[str, Any] | None:
-    for item in items or []:
+    for item in items if isinstance(items, list) else []:
         if isinstance(item, dict) and item.get("name") == name:
             return item
     return None
+
+
+def _body(item: dict[str, Any], key: str, source: str) -> dict[str, Any]:
+    """The `cluster`/`context`/`user` map of a named entry; a non-map is an invalid kubeconfig."""
+    body = item.get(key) or {}
+    if not isinstance(body, dict):
+        raise KubeconfigError(f"invalid kubeconfig {source}: {item.get('name')!r} has a {key} that is not a map")
+    return body
 
 
 def _decode(data: str | None, path_value: str | None, source: str) -> bytes:
     if data:
         try:
             return base64.b64decode(data)
-        except ValueError as err:
+        except (ValueError, TypeError) as err:
             raise KubeconfigError(f"invalid base64 data in kubeconfig {source}: {err}") from err
     if path_value:
         try:
-            return Path(path_value).read_bytes()
-        except OSError as err:
+            return Path(str(path_value)).read_bytes()
+        except (OSError, ValueError) as err:
             raise KubeconfigError(f"failed to read {path_value} referenced by kubeconfig {source}: {err}") from err
     return b""
 
@@ -155,7 +165,7 @@ def _current_context(cfg: Kubeconfig, source: str) -> dict[str, Any]:
     ctx = _named(cfg.get("contexts"), cfg.get("current-context", ""))
     if ctx is None:
         raise KubeconfigError(f"failed to find CurrentContext in Contexts of the kubeconfig file {source}")
-    return ctx.get("context") or {}
+    return _body(ctx, "context", source)
 
 
 def current_cluster(cfg: Kubeconfig, source: str = "data") -> tuple[str, dict[str, Any], bytes]:
@@ -166,7 +176,7 @@ def current_cluster(cfg: Kubeconfig, source: str = "data") -> tuple[str, dict[st
         raise KubeconfigError(
             f"failed to find the given CurrentContext Cluster in Clusters of the kubeconfig file {source}"
         )
-    body = cluster.get("cluster") or {}
+    body = _body(cluster, "cluster", source)
     ca = _decode(body.get("certificate-authority-data"), body.get("certificate-authority"), source)
     return cluster_name, body, ca
 
@@ -177,7 +187,7 @@ def current_user(cfg: Kubeconfig, source: str = "data") -> tuple[str, dict[str, 
     user = _named(cfg.get("users"), user_name)
     if user is None:
         raise KubeconfigError(f"failed to find the current user {user_name!r} in the kubeconfig file {source}")
-    return user_name, user.get("user") or {}
+    return user_name, _body(user, "user", source)
 
 
 def client_cert_and_key_pem(cfg: Kubeconfig, source: str = "data") -> tuple[bytes, bytes]:

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-import httpx2 as httpx
 import yaml
 
 from pykubeadm.api._base import format_duration
@@ -75,6 +74,8 @@ def component_checks(manifests: dict[str, Path]) -> list[ComponentCheck]:
 
 def _check_once(url: str, timeout: float = 2.0) -> str | None:
     """None when healthy, else the error text."""
+    import httpx2 as httpx  # only the phase that waits needs the HTTP client
+
     try:
         r = httpx.get(url, verify=False, timeout=timeout)
     except httpx.HTTPError as err:

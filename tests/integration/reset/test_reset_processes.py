@@ -40,6 +40,15 @@ def _spawn(procs: list[subprocess.Popen], *args: str, session: bool = True) -> s
     return p
 
 
+def _gone_or_zombie(pid: int) -> bool:
+    """One read of /proc/PID/stat decides: no such process, or a zombie (state after the comm's closing paren)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
 def _wait_gone(procs: list[subprocess.Popen], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and any(p.poll() is None for p in procs):
@@ -60,9 +69,13 @@ def test_stops_the_pid_file_kubelet_and_stray_node_processes(tmp_path: Path, spa
     # not this node: another root sharing the prefix, and a non-session process merely mentioning the root
     other = _spawn(spawned, f"--data-dir={root}2/var/lib/etcd")
     viewer = _spawn(spawned, f"{root}/var/log/pykubeadm/kubelet.log", session=False)
-    time.sleep(0.3)
+    # until each child has exec'd, /proc shows the parent's command line: wait for the expected view, not a time
+    expected = {kubelet.pid, container.pid, sqlite.pid}
+    deadline = time.monotonic() + 30
+    while (seen := set(node_processes(root))) != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert seen == expected
     assert kubelet_pid(layout) == kubelet.pid
-    assert set(node_processes(root)) == {kubelet.pid, container.pid, sqlite.pid}
 
     res = run_pykubeadm("reset", "-f", root=root)
     assert res.returncode == 0, res.stderr
@@ -91,7 +104,7 @@ def test_reset_after_offline_init_stops_the_control_plane_and_removes_every_file
     assert res.returncode == 0, res.stderr
     assert node_processes(root) == []
     for pid in running:
-        assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+        assert _gone_or_zombie(pid), pid
     files = [p for p in root.rglob("*") if p.is_file() or p.is_symlink()]
     assert files == [], files
     assert "[reset] Deleted contents of the etcd data directory: /var/lib/etcd" in res.stdout

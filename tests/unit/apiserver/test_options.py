@@ -67,8 +67,8 @@ def test_kubeadm_flag_set_maps_under_the_node_root(tmp_path):
 
 
 def test_unknown_flag_is_a_startup_error_naming_it():
-    res = CliRunner().invoke(command, ["--secure-port=1", "--enable-aggregator-routing=true"])
-    assert res.exit_code != 0 and "--enable-aggregator-routing" in res.output
+    res = CliRunner().invoke(command, ["--secure-port=1", "--no-such-kube-apiserver-flag=true"])
+    assert res.exit_code != 0 and "--no-such-kube-apiserver-flag" in res.output
 
 
 def test_bad_values_name_the_flag(tmp_path):

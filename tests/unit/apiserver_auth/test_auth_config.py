@@ -15,12 +15,15 @@ def test_kubeadm_flags_build_the_full_chain(pki_dir, source):
     assert cfg.authorization_modes == ("Node", "RBAC")
     assert cfg.admission.names == [
         "NamespaceLifecycle",
+        "LimitRanger",
         "ServiceAccount",
         "NodeRestriction",
         "Priority",
+        "DefaultTolerationSeconds",
         "CertificateApproval",
         "CertificateSigning",
         "CertificateSubjectRestriction",
+        "ResourceQuota",
         "RBACEscalationCheck",
     ]
     assert cfg.rbac is not None

@@ -104,9 +104,9 @@ class CertificateSubjectRestriction:
         raw = ((attrs.obj or {}).get("spec") or {}).get("request", "")
         try:
             csr = x509.load_pem_x509_csr(base64.b64decode(raw))
+            orgs = [a.value for a in csr.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]  # parsed lazily
         except (ValueError, binascii.Error, TypeError):
             return  # the CSR strategy's validation reports unparseable requests
-        orgs = [a.value for a in csr.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
         if "system:masters" in orgs:
             raise forbidden(
                 attrs, "use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed"

@@ -19,14 +19,18 @@ from pykubeadm.apiserver.admission.certificates import (
     CertificateSubjectRestriction,
 )
 from pykubeadm.apiserver.admission.chain import AdmissionChain
+from pykubeadm.apiserver.admission.defaulttolerationseconds import DefaultTolerationSeconds
 from pykubeadm.apiserver.admission.lifecycle import NamespaceLifecycle
+from pykubeadm.apiserver.admission.limitranger import LimitRanger
 from pykubeadm.apiserver.admission.noderestriction import NodeRestriction
 from pykubeadm.apiserver.admission.priority import Priority
 from pykubeadm.apiserver.admission.rbac_escalation import RBACEscalationCheck
+from pykubeadm.apiserver.admission.resourcequota import ResourceQuota
 from pykubeadm.apiserver.admission.serviceaccount import ServiceAccount
 from pykubeadm.apiserver.authn.bootstrap import BootstrapTokenAuthenticator
 from pykubeadm.apiserver.authn.requestheader import RequestHeaderAuthenticator, RequestHeaderConfig
 from pykubeadm.apiserver.authn.serviceaccount import ServiceAccountTokenAuthenticator, load_public_keys
+from pykubeadm.apiserver.authn.tokencache import CachedTokenAuthenticator
 from pykubeadm.apiserver.authn.tokenfile import StaticTokenAuthenticator, TokenFileError
 from pykubeadm.apiserver.authn.union import request_authenticator, token_union
 from pykubeadm.apiserver.authn.user import Authenticator, TokenAuthenticator
@@ -44,12 +48,15 @@ Flags = Mapping[str, str | Sequence[str] | bool | None]
 #: Plugins we implement, in kube-apiserver's fixed execution order.
 _IMPLEMENTED_ORDER = (
     "NamespaceLifecycle",
+    "LimitRanger",
     "ServiceAccount",
     "NodeRestriction",
     "Priority",
+    "DefaultTolerationSeconds",
     "CertificateApproval",
     "CertificateSigning",
     "CertificateSubjectRestriction",
+    "ResourceQuota",
 )
 #: kube-apiserver 1.33's default-enabled plugins (the ones we implement run; the rest are accepted as no-ops).
 DEFAULT_ADMISSION_PLUGINS = (
@@ -184,7 +191,10 @@ def build_auth(
     if _bool(flags, "enable-bootstrap-token-auth", False):
         tokens.append(BootstrapTokenAuthenticator(source))
     authenticator = request_authenticator(
-        front_proxy, x509_auth, tokens, anonymous_auth=_bool(flags, "anonymous-auth", True)
+        front_proxy,
+        x509_auth,
+        [CachedTokenAuthenticator(token_union(*tokens))] if tokens else [],  # kube's 10 s token success cache
+        anonymous_auth=_bool(flags, "anonymous-auth", True),
     )
 
     # --- authorization ------------------------------------------------------------------------------------------
@@ -218,9 +228,12 @@ def build_auth(
         "ServiceAccount": lambda: ServiceAccount(source),
         "NodeRestriction": lambda: NodeRestriction(source),
         "Priority": lambda: Priority(source),
+        "DefaultTolerationSeconds": lambda: DefaultTolerationSeconds.from_flags(flags),
         "CertificateApproval": lambda: CertificateApproval(authorizer),
         "CertificateSigning": lambda: CertificateSigning(authorizer),
         "CertificateSubjectRestriction": CertificateSubjectRestriction,
+        "LimitRanger": lambda: LimitRanger(source),
+        "ResourceQuota": lambda: ResourceQuota(source),
     }
     plugins = [factories[name]() for name in _IMPLEMENTED_ORDER if name in active]
     if rbac is not None:  # kube-apiserver's RBAC storage refuses privilege escalation; not a switchable plugin

@@ -53,6 +53,8 @@ class RequestHeaderAuthenticator:
     async def __call__(self, req: AuthRequest) -> UserInfo | None:
         if not req.peer_chain:
             return None
+        if not any(header_values(req.headers, h) for h in self._cfg.username_headers):
+            return None  # no identity asserted: skip the chain check (the x509 authenticator judges the cert)
         verify_client_chain(req.peer_chain, self._cfg.client_ca)
         if self._cfg.allowed_names:
             cns = req.peer_chain[0].subject.get_attributes_for_oid(NameOID.COMMON_NAME)

@@ -78,6 +78,7 @@ CONTROLLER_ROLES: dict[str, list[dict[str, Any]]] = {
         r(_READ, ["policy"], ["poddisruptionbudgets"]),
         r(["update"], ["policy"], ["poddisruptionbudgets/status"]),
         r(["patch", "update"], [""], ["pods/status"]),
+        r(["get"], ["*"], ["*/scale"]),
         *_EVENTS,
     ],
     "endpoint-controller": [
@@ -177,6 +178,11 @@ CONTROLLER_ROLES: dict[str, list[dict[str, Any]]] = {
         r(["get", "create", "delete", "update", "patch"], [""], ["pods"]),
         r(["get", "create", "delete", "update", "patch", "list", "watch"], ["apps"], ["controllerrevisions"]),
         r(["get", "create"], [""], ["persistentvolumeclaims"]),
+        *_EVENTS,
+    ],
+    "taint-eviction-controller": [
+        r(["patch", "update"], [""], ["pods/status"]),
+        r(["list", "get", "delete"], [""], ["pods"]),
         *_EVENTS,
     ],
     "ttl-controller": [r(["update", "patch", "list", "watch"], [""], ["nodes"]), *_EVENTS],

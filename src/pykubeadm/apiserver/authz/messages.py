@@ -38,10 +38,10 @@ class StatusError(Exception):
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "code": self.code,
         }
         if self.details:
             body["details"] = self.details
+        body["code"] = self.code  # kube's field order: ... reason, details, code
         return body
 
 

@@ -1,28 +1,68 @@
-"""Request decoding and response encoding shared by the verb handlers: JSON/YAML/protobuf bodies, query parameters,
-the Table response for `kubectl get`, and JSON responses.
+"""Request decoding and response encoding shared by the verb handlers: JSON/YAML/protobuf bodies (parsed by
+bodyparse with kube's limits; bodies are read as sent, never decompressed, as kube-apiserver reads them), field
+validation (unknown and duplicate fields), query parameters, the Table response for `kubectl get`, and JSON responses.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import yaml
 from aiohttp import web
 
 from pykubeadm.apiserver import status as st
+from pykubeadm.apiserver.handlers import bodyparse
+from pykubeadm.apiserver.openapi.fields import schema_report
 from pykubeadm.apiserver.registry.base import Obj, Strategy
 from pykubeadm.util import jsoncodec
 
-__all__ = ["decode_body", "json_response", "query_bool", "query_int", "wants_table"]
+__all__ = ["decode_body", "encode_json", "go_escape", "json_response", "query_bool", "query_int", "wants_table"]
 
 MAX_BODY = 3 * 1024 * 1024
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 _ACCEPTED = ["application/json", "application/yaml", PROTOBUF]
 
 
+_GO_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"))
+_GO_LINE_SEPS = ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
+
+
+def go_escape(data: bytes) -> bytes:
+    """What Go's encoding/json does to JSON text: `<`, `>`, `&`, U+2028 and U+2029 as \\u escapes (they can only
+    occur inside strings, so a byte replacement is exact)."""
+    for raw, esc in _GO_ESCAPES:
+        if raw in data:
+            data = data.replace(raw, esc)
+    if b"\xe2\x80" in data:
+        for raw, esc in _GO_LINE_SEPS:
+            data = data.replace(raw, esc)
+    return data
+
+
+def _go_order(obj: dict[str, Any]) -> dict[str, Any]:
+    """Go struct order for an object's top level: kind, apiVersion, metadata first, status last."""
+    if next(iter(obj), None) == "kind" and ("status" not in obj or next(reversed(obj)) == "status"):
+        return obj
+    out = {k: obj[k] for k in ("kind", "apiVersion", "metadata") if k in obj}
+    out.update((k, v) for k, v in obj.items() if k not in out and k != "status")
+    if "status" in obj:
+        out["status"] = obj["status"]
+    return out
+
+
+def encode_json(obj: Any) -> bytes:
+    """A response body as kube-apiserver's JSON serializer writes it (json.Encoder.Encode: compact, ends with `\\n`;
+    kind/apiVersion/metadata first as Go's struct order puts them)."""
+    if isinstance(obj, dict) and "kind" in obj and obj["kind"] != "Status":
+        obj = _go_order(obj)
+        items = obj.get("items")
+        if isinstance(items, list) and items and isinstance(items[0], dict) and "metadata" in items[0]:
+            obj["items"] = [_go_order(i) if isinstance(i, dict) else i for i in items]
+    return go_escape(jsoncodec.dumps(obj)) + b"\n"
+
+
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(
-        body=jsoncodec.dumps(obj),
+        body=encode_json(obj),
         status=status,
         content_type="application/json",
         headers=headers,
@@ -51,29 +91,33 @@ def media_type(request: web.Request) -> str:
 async def read_raw(request: web.Request) -> bytes:
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise st.ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}")
-    try:
-        data = await request.content.read(MAX_BODY + 1)
+    data = bytearray()
+    try:  # StreamReader.read(n) returns what has arrived so far: read until EOF or past the limit
+        while len(data) <= MAX_BODY and (chunk := await request.content.read(MAX_BODY + 1 - len(data))):
+            data += chunk
     except Exception as e:
         raise st.bad_request(f"unable to read the request body: {e}") from None
     if len(data) > MAX_BODY:
         raise st.ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}")
-    return data
+    return bytes(data)
 
 
-def parse_json_or_yaml(data: bytes, mt: str) -> Any:
+#: Duplicate keys found in the request body (paths), for field validation.
+DUPLICATES_KEY = web.RequestKey("duplicate_fields", list)
+
+
+def parse_json_or_yaml(data: bytes, mt: str, request: web.Request | None = None) -> Any:
+    """A JSON or YAML body (kube's decoders' limits and messages: handlers/bodyparse.py); records duplicate keys on
+    `request` for field_validation."""
     if mt in ("application/yaml", "application/apply-patch+yaml"):
-        try:
-            return yaml.safe_load(data.decode("utf-8")) if data.strip() else None
-        except (yaml.YAMLError, UnicodeDecodeError) as e:
-            # Only the position and the problem: the YAML library's snippet of the document could be secret data.
-            mark = getattr(e, "problem_mark", None)
-            where = f"line {mark.line + 1}: " if mark is not None else ""
-            problem = getattr(e, "problem", None) or type(e).__name__
-            raise st.bad_request(f"error converting YAML to JSON: yaml: {where}{problem}") from None
-    try:
-        return jsoncodec.loads(data) if data.strip() else None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise st.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+        parsed = bodyparse.parse_yaml(data)
+    elif not data.strip():
+        return None
+    else:
+        parsed = bodyparse.parse_json(data)
+    if request is not None and parsed.duplicates:
+        request[DUPLICATES_KEY] = parsed.duplicates
+    return parsed.value
 
 
 async def decode_body(request: web.Request, expect_kind: str, expect_api_version: str) -> Obj:
@@ -81,11 +125,11 @@ async def decode_body(request: web.Request, expect_kind: str, expect_api_version
     data = await read_raw(request)
     mt = media_type(request)
     if mt in ("", "application/json", "*/*", "application/yaml", "text/plain"):
-        obj = parse_json_or_yaml(data, mt)
+        obj = parse_json_or_yaml(data, mt, request)
+        if b"null" in data or b"~" in data or mt == "application/yaml":
+            obj = drop_nulls(obj)
     elif mt == PROTOBUF:
-        from pykubeadm.apiserver.proto import decode_protobuf
-
-        obj = decode_protobuf(data)
+        obj = decode_protobuf_body(data)
     else:
         raise st.unsupported_media_type(mt, _ACCEPTED)
     if not isinstance(obj, dict):
@@ -100,10 +144,58 @@ async def decode_body(request: web.Request, expect_kind: str, expect_api_version
         raise st.bad_request(
             f"the API version in the data ({api_version}) does not match the expected API version ({expect_api_version})"
         )
+    for key in ("spec", "status"):  # structs in every built-in kind, reviews included
+        value = obj.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise st.bad_request(
+                f'{expect_kind} in version "{expect_api_version.rpartition("/")[2]}" cannot be handled as a '
+                f"{expect_kind}: json: cannot unmarshal {_json_type(value)} into Go struct field {expect_kind}.{key} "
+                f"of type {expect_api_version.rpartition('/')[2]}.{expect_kind}{key.capitalize()}"
+            )
     meta = obj.get("metadata")
-    if meta is not None and not isinstance(meta, dict):
+    if meta is None and "metadata" in obj:
+        obj["metadata"] = {}  # JSON null is Go's zero ObjectMeta
+    elif meta is not None and not isinstance(meta, dict):
         raise st.bad_request("metadata must be an object")
     return obj
+
+
+def _json_type(value: Any) -> str:
+    """Go's name for a JSON value's type in `json: cannot unmarshal <type> into …`."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), "value")
+
+
+def drop_nulls(obj: Any) -> Any:
+    """Remove `null` members at any depth: decoding null into a Go struct field leaves its zero value, which the
+    typed object then omits (lists keep their elements; a null element decodes to the element's zero value)."""
+    stack = [obj]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for k in [k for k, v in node.items() if v is None]:
+                del node[k]
+            stack.extend(v for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend(v for v in node if isinstance(v, dict | list))
+    return obj
+
+
+def decode_protobuf_body(data: bytes) -> Any:
+    """A `k8s\\0` protobuf body as JSON values; malformed input (truncated, wrong wire types, values no JSON can
+    hold) is the client's error: 400, as kube's protobuf serializer answers."""
+    from pykubeadm.apiserver.proto import decode_protobuf
+
+    try:
+        obj = decode_protobuf(data)
+    except st.ApiError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError, UnicodeError) as e:
+        raise st.bad_request(f"unable to decode the protobuf body: {type(e).__name__}") from None
+    return bodyparse.sanitize(obj)
 
 
 META_FIELDS = frozenset({
@@ -119,30 +211,47 @@ def field_validation(request: web.Request, strategy: Strategy, obj: Obj) -> list
     mode = request.query.get("fieldValidation", "Warn") or "Warn"
     if mode not in ("Ignore", "Warn", "Strict"):
         raise st.bad_request(f'fieldValidation must be one of "Ignore", "Warn", "Strict"; got "{mode}"')
-    if not strategy.top_fields or not isinstance(obj, dict):
-        return []
-    unknown = [k for k in obj if k not in strategy.top_fields and k not in ("apiVersion", "kind", "metadata")]
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        unknown += [f"metadata.{k}" for k in meta if k not in META_FIELDS]
-    if not unknown:
+    problems = [f'duplicate field "{d}"' for d in request.get(DUPLICATES_KEY, ())]
+    unknown: list[str] = []
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    report = schema_report(strategy, obj)  # the kind's OpenAPI schema, nested fields and value types
+    if report is not None and report.type_error:
+        raise st.bad_request(
+            f'{strategy.kind} in version "{strategy.version}" cannot be handled as a {strategy.kind}: {report.type_error}'
+        )
+    if report is not None:
+        unknown = report.unknown
+    elif strategy.top_fields and isinstance(obj, dict):
+        unknown = [k for k in obj if k not in strategy.top_fields and k not in ("apiVersion", "kind", "metadata")]
+        if isinstance(meta, dict):
+            unknown += [f"metadata.{k}" for k in meta if k not in META_FIELDS]
+    problems += [f'unknown field "{u}"' for u in unknown]
+    if not problems:
         return []
     if mode == "Strict":
         raise st.bad_request(
             f'{strategy.kind} in version "{strategy.version}" cannot be handled as a {strategy.kind}: '
-            "strict decoding error: " + ", ".join(f'unknown field "{u}"' for u in unknown)
+            "strict decoding error: " + ", ".join(problems)
         )
-    for u in unknown:
-        if u.startswith("metadata."):
+    if report is not None:
+        report.drop_unknown()
+    for u in [] if report is not None else unknown:
+        if u.startswith("metadata.") and isinstance(meta, dict):
             meta.pop(u[len("metadata.") :], None)
         else:
             obj.pop(u, None)
-    return [] if mode == "Ignore" else [f'unknown field "{u}"' for u in unknown]
+    return [] if mode == "Ignore" else problems
+
+
+_HEADER_CONTROLS = {i: " " for i in (*range(0x20), 0x7F)}
 
 
 def add_warnings(resp: web.StreamResponse, warnings: list[str]) -> web.StreamResponse:
+    """`Warning: 299 - "<text>"` headers; control characters (a field name from the body may carry them) become
+    spaces, as Go's header writer turns CR and LF into spaces."""
     for w in warnings:
-        resp.headers.add("Warning", '299 - "' + w.replace("\\", "\\\\").replace('"', '\\"') + '"')
+        text = w.translate(_HEADER_CONTROLS).replace("\\", "\\\\").replace('"', '\\"')
+        resp.headers.add("Warning", '299 - "' + text + '"')
     return resp
 
 

@@ -6,6 +6,7 @@ from aiohttp import web
 
 from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.authn.user import UserInfo
+from pykubeadm.apiserver.patching.managedfields import manager_from
 from pykubeadm.apiserver.registry import Store
 from pykubeadm.apiserver.registry.base import Obj, RequestContext
 from pykubeadm.apiserver.registry.store import Admit
@@ -53,7 +54,10 @@ def dry_run(request: web.Request) -> bool:
 def ctx_of(request: web.Request, dry: bool | None = None) -> RequestContext:
     info = info_of(request)
     return RequestContext(
-        user=user_of(request), namespace=info.namespace, dry_run=dry_run(request) if dry is None else dry
+        user=user_of(request),
+        namespace=info.namespace,
+        dry_run=dry_run(request) if dry is None else dry,
+        field_manager=manager_from(request.query.get("fieldManager", ""), request.headers.get("User-Agent", "")),
     )
 
 

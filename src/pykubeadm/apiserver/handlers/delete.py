@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aiohttp import web
 
 from pykubeadm.apiserver import status as st
-from pykubeadm.apiserver.handlers.codec import json_response, media_type, read_raw
+from pykubeadm.apiserver.handlers.codec import (
+    add_warnings,
+    decode_protobuf_body,
+    json_response,
+    media_type,
+    parse_json_or_yaml,
+    read_raw,
+)
 from pykubeadm.apiserver.handlers.context import admit_of, ctx_of, info_of
 from pykubeadm.apiserver.handlers.read import selectors
 from pykubeadm.apiserver.registry import Store
@@ -21,14 +27,9 @@ async def delete_options(request: web.Request) -> dict[str, Any]:
     data = await read_raw(request)
     if data.strip():
         if media_type(request) == "application/vnd.kubernetes.protobuf":
-            from pykubeadm.apiserver.proto import decode_protobuf
-
-            body = decode_protobuf(data)
+            body = decode_protobuf_body(data)
         else:
-            try:
-                body = json.loads(data)
-            except ValueError as e:
-                raise st.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+            body = parse_json_or_yaml(data, "application/json")
         if not isinstance(body, dict):
             raise st.bad_request("DeleteOptions must be an object")
         opts.update(body)
@@ -40,6 +41,8 @@ async def delete_options(request: web.Request) -> dict[str, Any]:
             raise st.bad_request("gracePeriodSeconds must be an integer") from None
     if "propagationPolicy" in q:
         opts["propagationPolicy"] = q["propagationPolicy"]
+    if "orphanDependents" in q:
+        opts["orphanDependents"] = q["orphanDependents"].lower() in ("true", "1")
     if opts.get("propagationPolicy") not in (None, "", "Orphan", "Background", "Foreground"):
         raise st.invalid(
             "DeleteOptions",
@@ -66,9 +69,14 @@ async def delete(request: web.Request, store: Store) -> web.Response:
     opts = await delete_options(request)
     ctx = ctx_of(request, dry=True if opts.get("_dry") else None)
     obj, removed = await store.delete(info.namespace, info.name, ctx, opts, admit_of(request, store))
-    if removed:
-        return json_response(st.status_success(store.plural, store.group, info.name, obj["metadata"].get("uid", "")))
-    return json_response(obj)
+    # kube's DeleteResource: 202 only when the object stays and orphanDependents=false was asked for explicitly; an
+    # object kept by finalizers or a grace period is answered as it now is (deletionTimestamp set), 200.
+    code = 202 if not removed and opts.get("orphanDependents") is False else 200
+    warnings = store.strategy.warnings_on_delete(opts)
+    if removed and not store.strategy.return_deleted_object:
+        uid = obj["metadata"].get("uid", "")
+        return add_warnings(json_response(st.status_success(store.plural, store.group, info.name, uid)), warnings)
+    return add_warnings(json_response(obj, status=code), warnings)
 
 
 async def delete_collection(request: web.Request, store: Store) -> web.Response:

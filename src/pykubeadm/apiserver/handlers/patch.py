@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from aiohttp import web
@@ -13,6 +14,7 @@ from pykubeadm.apiserver.handlers.codec import (
     json_response,
     media_type,
     parse_json_or_yaml,
+    query_bool,
     read_raw,
 )
 from pykubeadm.apiserver.handlers.context import admit_of, ctx_of, info_of
@@ -22,6 +24,7 @@ from pykubeadm.apiserver.patching import (
     apply_merge_patch,
     apply_strategic_merge_patch,
 )
+from pykubeadm.apiserver.patching.managedfields import FieldManager, apply_configuration
 from pykubeadm.apiserver.registry import Store
 
 __all__ = ["APPLY", "APPLY_CBOR", "JSON_PATCH", "MERGE", "PATCH_TYPES", "STRATEGIC", "patch"]
@@ -80,6 +83,10 @@ async def patch(request: web.Request, store: Store) -> web.Response:
                     nmeta.pop("resourceVersion", None)
             elif mt == MERGE:
                 new = apply_merge_patch(base, body)
+            elif mt == APPLY:  # the configuration is checked, then merged with managedFields and conflicts
+                warnings[:] = field_validation(request, s, body)
+                fm = FieldManager(request.query.get("fieldManager", ""), s.api_version, info.subresource)
+                return apply_configuration(s, old, body, fm, force=query_bool(request, "force"))
             else:
                 new = apply_strategic_merge_patch(base, body, s.kind)
         except PatchError as e:
@@ -94,11 +101,14 @@ async def patch(request: web.Request, store: Store) -> web.Response:
     if mt != APPLY and await store.try_get(info.namespace, info.name) is None:
         raise st.not_found(store.plural, store.group, info.name)
 
+    ctx = ctx_of(request)
+    if mt == APPLY:
+        ctx = dataclasses.replace(ctx, operation="Apply")
     result, created = await store.update(
         info.namespace,
         info.name,
         transform,
-        ctx_of(request),
+        ctx,
         info.subresource,
         admit_of(request, store),
         create_if_missing=(mt == APPLY and not info.subresource),

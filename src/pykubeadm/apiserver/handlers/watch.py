@@ -15,13 +15,20 @@ from typing import Any
 from aiohttp import web
 
 from pykubeadm.apiserver import status as st
-from pykubeadm.apiserver.handlers.codec import query_bool, query_int, table_rows, wants_table
+from pykubeadm.apiserver.handlers.codec import (
+    encode_json,
+    include_object,
+    query_bool,
+    query_int,
+    table_rows,
+    wants_table,
+)
 from pykubeadm.apiserver.handlers.context import info_of, state_of
 from pykubeadm.apiserver.handlers.read import selectors
 from pykubeadm.apiserver.registry import Store
+from pykubeadm.apiserver.registry.watchcache import WatchClosed, Watcher, WatchEvent
 from pykubeadm.apiserver.selectors import FieldSelector
 from pykubeadm.storage import interface as si
-from pykubeadm.util import jsoncodec
 
 __all__ = ["BOOKMARK_INTERVAL", "watch"]
 
@@ -29,6 +36,9 @@ BOOKMARK_INTERVAL = 5.0
 
 
 class _Encoder:
+    """A watch response's encoder: JSON events are encoded once per event and shared by every watcher that sends it
+    (`WatchEvent.encoded`); Table events carry this response's own columns, so they are encoded per response."""
+
     def __init__(self, request: web.Request, store: Store):
         self.table = wants_table(request)
         self.request = request
@@ -37,8 +47,6 @@ class _Encoder:
 
     def encode(self, type_: str, obj: dict[str, Any]) -> bytes:
         if self.table and type_ not in ("ERROR", "BOOKMARK"):
-            from pykubeadm.apiserver.handlers.codec import include_object
-
             t = {
                 "kind": "Table",
                 "apiVersion": "meta.k8s.io/v1",
@@ -48,7 +56,15 @@ class _Encoder:
             }
             self.first = False
             obj = t
-        return jsoncodec.dumps({"type": type_, "object": obj}) + b"\n"
+        return encode_json({"type": type_, "object": obj})
+
+    def encode_event(self, ev: WatchEvent) -> bytes:
+        if self.table:
+            return self.encode(ev.type, ev.object)
+        data = ev.encoded.get("json")
+        if data is None:
+            data = ev.encoded["json"] = encode_json({"type": ev.type, "object": ev.object})
+        return data
 
 
 async def watch(request: web.Request, store: Store) -> web.StreamResponse:
@@ -75,61 +91,72 @@ async def watch(request: web.Request, store: Store) -> web.StreamResponse:
     else:
         start = rv + 1
 
+    # Registered before the response starts, so no change after `start` is missed while the initial state is sent.
+    w = await store.open_watch(info.namespace or None, start, labels, fields)
     resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache"})
     resp.enable_chunked_encoding()
-    await resp.prepare(request)
-    for obj in initial:
-        await resp.write(enc.encode("ADDED", obj))
-    if send_initial and bookmarks:
-        # WatchList: the end of the initial state is marked by an annotated bookmark.
-        end = {
-            "kind": store.strategy.kind,
-            "apiVersion": store.strategy.api_version,
-            "metadata": {"resourceVersion": str(start - 1), "annotations": {"k8s.io/initial-events-end": "true"}},
-        }
-        await resp.write(enc.encode("BOOKMARK", end))
-
-    deadline = time.monotonic() + timeout
-    it = store.watch(info.namespace or None, start, labels, fields).__aiter__()
-    last_rev = start - 1
-    next_task: asyncio.Task | None = None
     try:
-        while not state.shutting_down:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            if next_task is None:
-                next_task = asyncio.ensure_future(it.__anext__())
-            done, _ = await asyncio.wait({next_task}, timeout=min(remaining, BOOKMARK_INTERVAL))
-            if not done:
-                if bookmarks:
-                    bm = {
-                        "kind": store.strategy.kind,
-                        "apiVersion": store.strategy.api_version,
-                        "metadata": {"resourceVersion": str(last_rev)},
-                    }
-                    await resp.write(enc.encode("BOOKMARK", bm))
-                continue
-            task, next_task = next_task, None
-            try:
-                ev = task.result()
-            except StopAsyncIteration:
-                break
-            except si.CompactedError as e:
-                err = st.expired(f"too old resource version: {rv} ({e.compacted})").to_status()
-                await resp.write(enc.encode("ERROR", err))
-                break
-            last_rev = ev.revision
-            await resp.write(enc.encode(ev.type, ev.object))
+        await resp.prepare(request)
+        if initial:
+            await resp.write(b"".join(enc.encode("ADDED", obj) for obj in initial))
+        initial = []
+        if send_initial and bookmarks:
+            # WatchList: the end of the initial state is marked by an annotated bookmark.
+            end = {
+                "kind": store.strategy.kind,
+                "apiVersion": store.strategy.api_version,
+                "metadata": {"resourceVersion": str(start - 1), "annotations": {"k8s.io/initial-events-end": "true"}},
+            }
+            await resp.write(enc.encode("BOOKMARK", end))
+        await _stream(resp, w, enc, store, state, timeout, bookmarks, start - 1, rv)
     except (ConnectionResetError, asyncio.CancelledError):
-        pass
+        pass  # the client went away, or the server stops
     finally:
-        if next_task is not None:
-            next_task.cancel()
-            with contextlib.suppress(BaseException):
-                await next_task
-        with contextlib.suppress(BaseException):
-            await it.aclose()
+        w.close()
     with contextlib.suppress(ConnectionResetError):
         await resp.write_eof()
     return resp
+
+
+async def _stream(
+    resp: web.StreamResponse,
+    w: Watcher,
+    enc: _Encoder,
+    store: Store,
+    state: Any,
+    timeout: float,
+    bookmarks: bool,
+    last_rev: int,
+    rv: int,
+) -> None:
+    """Write the watcher's events (every buffered one in one write) until the timeout, the watcher's end or shutdown;
+    a BOOKMARK after each quiet `BOOKMARK_INTERVAL` when the client allows them."""
+    now = time.monotonic()
+    deadline = now + timeout
+    last_write = now
+    while not state.shutting_down:
+        try:
+            batch = w.drain()
+        except WatchClosed:
+            return
+        except si.CompactedError as e:
+            err = st.expired(f"too old resource version: {rv} ({e.compacted})").to_status()
+            await resp.write(enc.encode("ERROR", err))
+            return
+        now = time.monotonic()
+        if batch:
+            last_rev = batch[-1].revision
+            await resp.write(b"".join(enc.encode_event(ev) for ev in batch))
+            last_write = now
+            continue
+        if now >= deadline:
+            return
+        if bookmarks and now - last_write >= BOOKMARK_INTERVAL:
+            bm = {
+                "kind": store.strategy.kind,
+                "apiVersion": store.strategy.api_version,
+                "metadata": {"resourceVersion": str(last_rev)},
+            }
+            await resp.write(enc.encode("BOOKMARK", bm))
+            last_write = now
+        await w.wait(min(deadline - now, BOOKMARK_INTERVAL))

@@ -5,16 +5,16 @@ from __future__ import annotations
 import logging
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any, TextIO
 
 from aiohttp import web
 
+from pykubeadm.apiserver.flowcontrol import audit_id
 from pykubeadm.apiserver.handlers.context import IMPERSONATOR_KEY, INFO_KEY, USER_KEY
 from pykubeadm.util import jsoncodec
 
-__all__ = ["audit_middleware", "line_writer"]
+__all__ = ["audit_failed_authentication", "audit_middleware", "line_writer"]
 
 log = logging.getLogger("pykubeadm.apiserver.audit")
 
@@ -30,6 +30,49 @@ def line_writer(stream: TextIO | None = None) -> Callable[[dict[str, Any]], None
 
 def _user(user: Any) -> dict[str, Any]:
     return {"username": user.name, "groups": list(user.groups)} if user else {}
+
+
+def _auth_methods(request: web.Request, has_client_cert: bool) -> str:
+    """kube's getAuthMethods: which credentials a request that failed authentication carried."""
+    methods = []
+    auth = request.headers.get("Authorization", "").strip()
+    if auth[:6].lower() == "basic ":
+        methods.append("basic")
+    parts = auth.split(" ")
+    if len(parts) > 1 and parts[0].lower() == "bearer":
+        methods.append("bearer")
+    if has_client_cert:
+        methods.append("x509")
+    if methods:
+        return "Authentication failed, attempted: " + ", ".join(methods)
+    return "Authentication failed, no credentials provided"
+
+
+def audit_failed_authentication(
+    sink: Callable[[dict[str, Any]], None] | None, request: web.Request, has_client_cert: bool
+) -> None:
+    """The audit event of a 401 from the authentication filter (kube's WithFailedAuthenticationAudit): no user, stage
+    ResponseStarted, the attempted methods as the status message."""
+    if sink is None:
+        return
+    info = request.get(INFO_KEY)
+    event: dict[str, Any] = {
+        "kind": "Event",
+        "apiVersion": "audit.k8s.io/v1",
+        "level": "Metadata",
+        "auditID": audit_id(request),
+        "stage": "ResponseStarted",
+        "requestURI": request.path_qs,
+        "verb": info.verb if info else request.method.lower(),
+        "user": {},
+        "sourceIPs": [request.remote or ""],
+        "userAgent": request.headers.get("User-Agent", ""),
+        "responseStatus": {"metadata": {}, "message": _auth_methods(request, has_client_cert), "code": 401},
+    }
+    try:
+        sink(event)
+    except Exception:
+        log.exception("audit sink failed")
 
 
 def audit_middleware(sink: Callable[[dict[str, Any]], None] | None):
@@ -56,7 +99,7 @@ def audit_middleware(sink: Callable[[dict[str, Any]], None] | None):
                 "kind": "Event",
                 "apiVersion": "audit.k8s.io/v1",
                 "level": "Metadata",
-                "auditID": str(uuid.uuid4()),
+                "auditID": audit_id(request),
                 "stage": "ResponseComplete",
                 "requestURI": request.path_qs,  # query strings carry no secrets in the Kubernetes API
                 "verb": info.verb if info else request.method.lower(),

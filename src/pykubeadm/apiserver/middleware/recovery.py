@@ -9,6 +9,7 @@ from aiohttp import web
 from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.authz.messages import StatusError
 from pykubeadm.apiserver.handlers.codec import json_response
+from pykubeadm.apiserver.handlers.negotiation import render
 
 __all__ = ["recovery_middleware"]
 
@@ -36,11 +37,11 @@ def recovery_middleware():
     @web.middleware
     async def recovery(request: web.Request, handler):
         try:
-            return await handler(request)
+            return render(request, await handler(request))
         except st.ApiError as e:
-            return json_response(e.to_status(), status=e.code)
+            return render(request, json_response(e.to_status(), status=e.code))
         except StatusError as e:  # errors raised by the auth/admission package
-            return json_response(e.status(), status=e.code)
+            return render(request, json_response(e.status(), status=e.code))
         except web.HTTPException as e:
             if e.status < 400:
                 raise

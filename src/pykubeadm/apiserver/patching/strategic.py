@@ -61,6 +61,10 @@ SCHEMAS: dict[str, Node] = {
     "ServiceAccount": M(metadata=META, secrets=L("name")),
     "Node": M(metadata=META, spec=M(podCIDRs=L(None)), status=M(conditions=CONDITIONS, addresses=L("type"))),
     "Namespace": M(metadata=META, status=M(conditions=CONDITIONS)),
+    "ReplicaSet": M(metadata=META, spec=M(template=TEMPLATE), status=M(conditions=CONDITIONS)),
+    "Job": M(metadata=META, spec=M(template=TEMPLATE), status=M(conditions=CONDITIONS)),
+    "CronJob": M(metadata=META, spec=M(jobTemplate=M(metadata=META, spec=M(template=TEMPLATE)))),
+    "PodDisruptionBudget": M(metadata=META, status=M(conditions=CONDITIONS)),
 }
 DEFAULT = M(metadata=META)
 

@@ -214,6 +214,54 @@ MESSAGES: dict[str, list[Field]] = {
         (9, "progressDeadlineSeconds", "int32"),
     ],
     "Deployment": [(1, "metadata", "ObjectMeta"), (2, "spec", "DeploymentSpec")],
+    "ReplicaSetSpec": [
+        (1, "replicas", "int32"),
+        (4, "minReadySeconds", "int32"),
+        (2, "selector", "LabelSelector"),
+        (3, "template", "PodTemplateSpec"),
+    ],
+    "ReplicaSet": [(1, "metadata", "ObjectMeta"), (2, "spec", "ReplicaSetSpec")],
+    # --- batch/v1 -------------------------------------------------------------------------------------------------
+    "JobSpec": [
+        (1, "parallelism", "int32"),
+        (2, "completions", "int32"),
+        (3, "activeDeadlineSeconds", "int64"),
+        (7, "backoffLimit", "int32"),
+        (12, "backoffLimitPerIndex", "int32"),
+        (13, "maxFailedIndexes", "int32"),
+        (4, "selector", "LabelSelector"),
+        (5, "manualSelector", "bool"),
+        (6, "template", "PodTemplateSpec"),
+        (8, "ttlSecondsAfterFinished", "int32"),
+        (9, "completionMode", "string"),
+        (10, "suspend", "bool"),
+        (14, "podReplacementPolicy", "string"),
+        (15, "managedBy", "string"),
+    ],
+    "Job": [(1, "metadata", "ObjectMeta"), (2, "spec", "JobSpec")],
+    "JobTemplateSpec": [(1, "metadata", "ObjectMeta"), (2, "spec", "JobSpec")],
+    "CronJobSpec": [
+        (1, "schedule", "string"),
+        (8, "timeZone", "string"),
+        (2, "startingDeadlineSeconds", "int64"),
+        (3, "concurrencyPolicy", "string"),
+        (4, "suspend", "bool"),
+        (5, "jobTemplate", "JobTemplateSpec"),
+        (6, "successfulJobsHistoryLimit", "int32"),
+        (7, "failedJobsHistoryLimit", "int32"),
+    ],
+    "CronJob": [(1, "metadata", "ObjectMeta"), (2, "spec", "CronJobSpec")],
+    # --- policy/v1 ------------------------------------------------------------------------------------------------
+    "PodDisruptionBudgetSpec": [
+        (1, "minAvailable", "IntOrString"),
+        (2, "selector", "LabelSelector"),
+        (3, "maxUnavailable", "IntOrString"),
+        (4, "unhealthyPodEvictionPolicy", "string"),
+    ],
+    "PodDisruptionBudget": [(1, "metadata", "ObjectMeta"), (2, "spec", "PodDisruptionBudgetSpec")],
+    "ResourceQuotaSpec": [(1, "hard", "map:Quantity"), (2, "scopes", "repeated:string")],
+    "ResourceQuota": [(1, "metadata", "ObjectMeta"), (2, "spec", "ResourceQuotaSpec")],
+    "Eviction": [(1, "metadata", "ObjectMeta"), (2, "deleteOptions", "DeleteOptions")],
     # --- rbac -----------------------------------------------------------------------------------------------------
     "PolicyRule": [
         (1, "verbs", "repeated:string"),
@@ -342,6 +390,12 @@ KINDS = {
         "Service",
         "Node",
         "Deployment",
+        "ReplicaSet",
+        "Job",
+        "CronJob",
+        "PodDisruptionBudget",
+        "ResourceQuota",
+        "Eviction",
         "Role",
         "ClusterRole",
         "RoleBinding",
@@ -369,6 +423,7 @@ ZERO_MEANS_ABSENT = frozenset(
         ("ContainerPort", "hostPort"),
         ("ServiceSpec", "healthCheckNodePort"),
         ("DeploymentSpec", "minReadySeconds"),
+        ("ReplicaSetSpec", "minReadySeconds"),
     }
 )
 #: Optional (pointer) bools: `false` is meaningful and kept; every other `false` is Go's zero value and dropped.
@@ -381,5 +436,8 @@ POINTER_BOOLS = frozenset(
         ("OwnerReference", "controller"),
         ("OwnerReference", "blockOwnerDeletion"),
         ("DeleteOptions", "orphanDependents"),
+        ("JobSpec", "manualSelector"),
+        ("JobSpec", "suspend"),
+        ("CronJobSpec", "suspend"),
     }
 )

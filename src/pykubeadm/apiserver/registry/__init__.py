@@ -5,17 +5,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pykubeadm.apiserver.aggregator.apiservice import APIServiceStrategy
+from pykubeadm.apiserver.crd.strategy import CRDStrategy
 from pykubeadm.apiserver.registry.base import RequestContext, Strategy
+from pykubeadm.apiserver.registry.builtin_kinds import generic_strategies
 from pykubeadm.apiserver.registry.configmap import ConfigMapStrategy
+from pykubeadm.apiserver.registry.controllerrevision import ControllerRevisionStrategy
+from pykubeadm.apiserver.registry.cronjob import CronJobStrategy
 from pykubeadm.apiserver.registry.csr import CSRStrategy
 from pykubeadm.apiserver.registry.daemonset import DaemonSetStrategy
 from pykubeadm.apiserver.registry.deployment import DeploymentStrategy
 from pykubeadm.apiserver.registry.endpoints import EndpointsStrategy
+from pykubeadm.apiserver.registry.endpointslice import EndpointSliceStrategy
 from pykubeadm.apiserver.registry.event import EventStrategy
+from pykubeadm.apiserver.registry.job import JobStrategy
 from pykubeadm.apiserver.registry.lease import LeaseStrategy
 from pykubeadm.apiserver.registry.namespace import NamespaceStrategy
 from pykubeadm.apiserver.registry.node import NodeStrategy
 from pykubeadm.apiserver.registry.pod import PodStrategy
+from pykubeadm.apiserver.registry.poddisruptionbudget import PodDisruptionBudgetStrategy
 from pykubeadm.apiserver.registry.priorityclass import PriorityClassStrategy
 from pykubeadm.apiserver.registry.rbac import (
     ClusterRoleBindingStrategy,
@@ -23,6 +31,7 @@ from pykubeadm.apiserver.registry.rbac import (
     RoleBindingStrategy,
     RoleStrategy,
 )
+from pykubeadm.apiserver.registry.replicaset import ReplicaSetStrategy
 from pykubeadm.apiserver.registry.secret import SecretStrategy
 from pykubeadm.apiserver.registry.service import ServiceStrategy
 from pykubeadm.apiserver.registry.serviceaccount import ServiceAccountStrategy
@@ -48,7 +57,16 @@ STRATEGIES: tuple[Strategy, ...] = (
     ClusterRoleBindingStrategy(),
     DeploymentStrategy(),
     DaemonSetStrategy(),
+    ReplicaSetStrategy(),
+    ControllerRevisionStrategy(),
+    JobStrategy(),
+    CronJobStrategy(),
+    EndpointSliceStrategy(),
+    PodDisruptionBudgetStrategy(),
     PriorityClassStrategy(),
+    APIServiceStrategy(),
+    *generic_strategies(),
+    CRDStrategy(),
 )
 
 

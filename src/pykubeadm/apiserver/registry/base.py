@@ -29,6 +29,10 @@ class RequestContext:
     user: UserInfo = field(default_factory=lambda: UserInfo(name="system:apiserver", groups=("system:masters",)))
     namespace: str = ""
     dry_run: bool = False
+    #: The writer recorded in managedFields (`?fieldManager=` or the user agent's first token); "" = not recorded.
+    field_manager: str = ""
+    #: "Apply" when the PATCH handler records managedFields itself (server-side apply); else writes are "Update"s.
+    operation: str = "Update"
 
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -111,6 +115,9 @@ class Strategy:
     top_fields: ClassVar[frozenset[str]] = frozenset()
     allow_create_on_update: ClassVar[bool] = False
     allow_unconditional_update: ClassVar[bool] = True
+    #: DELETE answers the deleted object instead of a Status Success (kube's generic store `ReturnDeletedObject`,
+    #: default false; true for pods, services, serviceaccounts).
+    return_deleted_object: ClassVar[bool] = False
 
     # --- identity -------------------------------------------------------------------------------------------------
 
@@ -180,13 +187,23 @@ class Strategy:
     def warnings_on_create(self, obj: Obj) -> list[str]:
         return []
 
+    def warnings_on_delete(self, options: dict[str, Any]) -> list[str]:
+        """Warning headers for a DELETE with these DeleteOptions."""
+        return []
+
     def canonicalize(self, obj: Obj) -> None:
         return None
 
+    #: DefaultGarbageCollectionPolicy: "DeleteDependents" (background), "OrphanDependents" or "Unsupported".
+    default_gc_policy: ClassVar[str] = "DeleteDependents"
+
     def graceful_delete(self, obj: Obj, options: dict[str, Any] | None = None) -> bool:
-        """Called on DELETE with a copy of the live object and the DeleteOptions; return True (after marking it) to
-        keep the object (finalizers, graceful termination)."""
-        return bool(obj.get("metadata", {}).get("finalizers"))
+        """CheckGracefulDelete, on DELETE of an object not yet being deleted (a copy): return True and set
+        metadata.deletionGracePeriodSeconds (> 0) to delete gracefully; finalizers are handled by the store."""
+        return False
+
+    def prepare_for_delete(self, obj: Obj) -> None:
+        """Called on the copy a DELETE keeps (marked with deletionTimestamp), e.g. a Namespace turns Terminating."""
 
     def has_finalizers(self, obj: Obj) -> bool:
         return bool(obj.get("metadata", {}).get("finalizers"))

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from pykubeadm.apiserver.printing import AGE_COL, NAME_COL, age, col
-from pykubeadm.apiserver.registry.base import Obj
+from pykubeadm.apiserver.registry.base import Obj, RequestContext
 from pykubeadm.apiserver.registry.workloads import (
     WorkloadStrategy,
     containers_images,
     selector_string,
+    validate_replicas_template,
 )
+from pykubeadm.apiserver.status import Cause
 
 __all__ = ["DeploymentStrategy"]
 
@@ -19,6 +21,10 @@ class DeploymentStrategy(WorkloadStrategy):
     kind = "Deployment"
     plural = "deployments"
     short_names = ("deploy",)
+    subresources = ("scale", "status")
+
+    def validate(self, obj: Obj, ctx: RequestContext) -> list[Cause]:
+        return validate_replicas_template(obj)
 
     def defaults(self, spec: Obj) -> None:
         spec.setdefault("replicas", 1)

@@ -55,11 +55,10 @@ class NamespaceStrategy(Strategy):
         else:
             super().prepare_for_subresource(sub, obj, old, ctx)
 
-    def graceful_delete(self, obj: Obj, options: dict[str, Any] | None = None) -> bool:
-        if self.has_finalizers(obj):
-            obj["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
-            return True
-        return False
+    def prepare_for_delete(self, obj: Obj) -> None:
+        """A Namespace being deleted is Terminating (its deletion has no grace period field)."""
+        obj["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
+        obj["metadata"].pop("deletionGracePeriodSeconds", None)
 
     def has_finalizers(self, obj: Obj) -> bool:
         return bool(obj.get("metadata", {}).get("finalizers")) or bool((obj.get("spec") or {}).get("finalizers"))

@@ -16,9 +16,10 @@ class PodStrategy(Strategy):
     top_fields = frozenset({"spec", "status"})
     kind = "Pod"
     plural = "pods"
+    return_deleted_object = True
     short_names = ("po",)
     categories = ("all",)
-    subresources = ("binding", "log", "status")
+    subresources = ("attach", "binding", "eviction", "exec", "log", "portforward", "status")
     field_labels: ClassVar[tuple[str, ...]] = (
         "spec.nodeName",
         "spec.restartPolicy",
@@ -52,8 +53,6 @@ class PodStrategy(Strategy):
         return causes
 
     def graceful_delete(self, obj: Obj, options: dict[str, Any] | None = None) -> bool:
-        if self.has_finalizers(obj):
-            return True
         grace = (options or {}).get("gracePeriodSeconds")
         spec, phase = obj.get("spec") or {}, (obj.get("status") or {}).get("phase")
         if grace is None:

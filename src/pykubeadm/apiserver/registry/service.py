@@ -27,19 +27,30 @@ class IPAllocator:
     def first(self) -> str:
         return str(self.network.network_address + 1)
 
+    def static_band(self) -> int:
+        """How many addresses after the network address are kept for explicit requests first (kube-apiserver's
+        ipallocator range offset: min(max(16, size/16), 256); none for a range smaller than 16)."""
+        size = self.network.num_addresses
+        return 0 if size < 16 else min(max(16, size // 16), 256)
+
     def allocate(self) -> str:
+        """A free address: random in the upper (dynamic) band first, then the lower (static) band, as kube does."""
         used = self.in_use() | self.reserved
         size = self.network.num_addresses
-        for _ in range(64):
-            ip = str(self.network.network_address + random.randrange(2, max(3, size - 1)))
-            if ip not in used:
-                self.reserved.add(ip)
-                return ip
-        for off in range(2, size - 1):
-            ip = str(self.network.network_address + off)
-            if ip not in used:
-                self.reserved.add(ip)
-                return ip
+        first, split, last = 1, 1 + self.static_band(), max(2, size - 2)  # offsets; no network/broadcast address
+        for lo, hi in ((split, last), (first, split - 1)):
+            if lo > hi:
+                continue
+            for _ in range(64):
+                ip = str(self.network.network_address + random.randint(lo, hi))
+                if ip not in used:
+                    self.reserved.add(ip)
+                    return ip
+            for off in range(lo, hi + 1):
+                ip = str(self.network.network_address + off)
+                if ip not in used:
+                    self.reserved.add(ip)
+                    return ip
         raise RuntimeError("range is full")
 
     def contains(self, ip: str) -> bool:
@@ -53,6 +64,7 @@ class ServiceStrategy(Strategy):
     top_fields = frozenset({"spec", "status"})
     kind = "Service"
     plural = "services"
+    return_deleted_object = True
     short_names = ("svc",)
     categories = ("all",)
     storage_prefix = "services/specs"

@@ -14,6 +14,7 @@ class ServiceAccountStrategy(Strategy):
     top_fields = frozenset({"secrets", "imagePullSecrets", "automountServiceAccountToken"})
     kind = "ServiceAccount"
     plural = "serviceaccounts"
+    return_deleted_object = True
     short_names = ("sa",)
 
     def table_columns(self) -> list[Obj]:

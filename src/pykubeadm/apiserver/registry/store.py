@@ -7,6 +7,8 @@ translation of storage errors into `ApiError`s. Per-kind behaviour comes from th
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
 import secrets
 import uuid
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pykubeadm.apiserver import status as st
+from pykubeadm.apiserver.patching.managedfields import FieldManager, record_update
 from pykubeadm.apiserver.printing import now_rfc3339
 from pykubeadm.apiserver.registry.base import (
     Obj,
@@ -26,6 +29,12 @@ from pykubeadm.apiserver.registry.base import (
     validate_dns_subdomain,
     validate_path_segment,
 )
+from pykubeadm.apiserver.registry.deletion import (
+    check_preconditions,
+    delete_on_update,
+    normalize_options,
+    plan_deletion,
+)
 from pykubeadm.apiserver.registry.storeutil import (
     decode_continue,
     encode_continue,
@@ -33,6 +42,7 @@ from pykubeadm.apiserver.registry.storeutil import (
     storage_error,
     validate_labels,
 )
+from pykubeadm.apiserver.registry.watchcache import WATCH_BUFFER, WatchCache, WatchClosed, Watcher, WatchEvent
 from pykubeadm.apiserver.selectors import FieldSelector, LabelSelector
 from pykubeadm.storage import interface as si
 from pykubeadm.util import jsoncodec
@@ -54,13 +64,6 @@ class ListPage:
     resource_version: str
     continue_token: str = ""
     remaining: int | None = None
-
-
-@dataclass
-class WatchEvent:
-    type: str  # ADDED MODIFIED DELETED
-    object: Obj
-    revision: int
 
 
 def _copy(obj: Any) -> Any:
@@ -94,6 +97,8 @@ class Store:
         # object: a stale entry (another apiserver wrote) costs only the failed swap, whose answer carries the
         # current state. Never used to answer without storage confirming it (409s and no-op updates re-read).
         self._recent: OrderedDict[str, si.KeyValue] = OrderedDict()
+        # Every watch is served by one watch cache per kind (see watchcache.py).
+        self._watch_cache = WatchCache(strategy, backend, strategy.key_prefix, self.decode)
 
     def _remember(self, kv: si.KeyValue) -> None:
         self._recent[kv.key] = kv
@@ -263,18 +268,23 @@ class Store:
         return st.invalid(self.strategy.kind, self.group, obj.get("metadata", {}).get("name", ""), causes)
 
     async def create(self, namespace: str, obj: Obj, ctx: RequestContext, admit: Admit | None = None) -> Obj:
-        obj = _copy(obj)
-        self._fill_create_meta(obj, namespace)
-        self.strategy.prepare_for_create(obj, ctx)
-        meta = obj["metadata"]
-        generate = not meta.get("name") and bool(meta.get("generateName"))
+        given = _copy(obj)
+        self._fill_create_meta(given, namespace)
+        generate = not given["metadata"].get("name") and bool(given["metadata"].get("generateName"))
         for attempt in range(_GENERATE_ATTEMPTS if generate else 1):
+            # The name is generated before PrepareForCreate, as in kube-apiserver (a Job's template labels carry it).
+            obj = _copy(given) if generate else given
+            meta = obj["metadata"]
             if generate:
                 meta["name"] = str(meta["generateName"])[:58] + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+            self.strategy.prepare_for_create(obj, ctx)
+            meta = obj["metadata"]
             causes = self._validate_meta(obj) + self.strategy.validate(obj, ctx)
             if causes:
                 raise self._invalid(obj, causes)
             self.strategy.canonicalize(obj)
+            if ctx.field_manager and ctx.operation != "Apply":
+                record_update(self.strategy, obj, None, FieldManager(ctx.field_manager, self.strategy.api_version))
             if admit is not None:
                 await admit("CREATE", obj, None)
             key = self.key(namespace, meta["name"])
@@ -359,6 +369,9 @@ class Store:
             self.strategy.canonicalize(new)
             if self.strategy.track_generation and new.get("spec") != old.get("spec"):
                 new["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
+            if ctx.field_manager and ctx.operation != "Apply":
+                fm = FieldManager(ctx.field_manager, self.strategy.api_version, subresource)
+                record_update(self.strategy, new, old, fm)
             if admit is not None:
                 await admit("UPDATE", new, old)
             new["metadata"].pop("resourceVersion", None)
@@ -368,7 +381,7 @@ class Store:
                     continue  # answered with the stored object, so it must be the current one
                 old["metadata"]["resourceVersion"] = str(kv.mod_revision)
                 return old, False
-            deleting = bool(new["metadata"].get("deletionTimestamp")) and not self.strategy.has_finalizers(new)
+            deleting = delete_on_update(self.strategy, new, old)
             if ctx.dry_run:
                 new["metadata"]["resourceVersion"] = str(kv.mod_revision)
                 return new, False
@@ -423,41 +436,27 @@ class Store:
         options: dict[str, Any] | None = None,
         admit: Admit | None = None,
     ) -> tuple[Obj, bool]:
-        """Delete or, when finalizers remain, mark for deletion. Returns (object, removed_now)."""
+        """Delete now, or mark for deletion (graceful period, finalizers, GC propagation: see deletion.py).
+        Returns (the object as deleted or as it now stays, removed_now)."""
         key = self.key(namespace, name)
         self._forget(key)
+        options = normalize_options(options)
         for _ in range(16):
             kv = await self._backend_get(key)
             if kv is None:
                 raise self._nf(name)
             obj = self.decode(kv)
-            meta = obj["metadata"]
-            pre = (options or {}).get("preconditions") or {}
-            if pre.get("uid") and pre["uid"] != meta.get("uid"):
-                raise st.conflict(
-                    self.plural,
-                    self.group,
-                    name,
-                    f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}",
-                )
-            if pre.get("resourceVersion") and str(pre["resourceVersion"]) != meta["resourceVersion"]:
-                raise st.conflict(
-                    self.plural,
-                    self.group,
-                    name,
-                    f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                    f"ResourceVersion in object meta: {meta['resourceVersion']}",
-                )
+            check_preconditions(self.plural, self.group, obj, options.get("preconditions") or {})
             if admit is not None:
                 await admit("DELETE", None, obj)
             marked = _copy(obj)
-            if self.strategy.graceful_delete(marked, options):
-                if meta.get("deletionTimestamp"):
-                    return obj, False
-                marked["metadata"]["deletionTimestamp"] = now_rfc3339()
-                marked["metadata"].setdefault("deletionGracePeriodSeconds", 0)
-                if ctx.dry_run:
+            plan = plan_deletion(self.strategy, marked, options)
+            if plan == "pending":
+                return obj, False
+            if plan == "keep":
+                if marked == obj or ctx.dry_run:
                     return marked, False
+                marked["metadata"].pop("resourceVersion", None)
                 try:
                     nkv = await self.backend.update(key, _dumps(marked), kv.mod_revision)
                 except si.ConflictError:
@@ -481,13 +480,69 @@ class Store:
 
     # --- watch ----------------------------------------------------------------------------------------------------
 
+    async def open_watch(
+        self, namespace: str | None, start_revision: int, labels: LabelSelector, fields: FieldSelector
+    ) -> Watcher:
+        """A watcher of the changes at or after `start_revision`, filtered; objects leaving/entering the selection
+        become DELETED/ADDED. Served by the kind's watch cache; a revision older than its history is watched from
+        storage (which raises CompactedError, through the watcher, for a compacted one)."""
+        if not self.strategy.namespaced:
+            namespace = None
+        w = await self._watch_cache.watch(namespace, start_revision, labels, fields)
+        if w is not None:
+            return w
+        w = Watcher(namespace, start_revision, labels, fields, WATCH_BUFFER)
+        task = asyncio.create_task(self._pump(w, self._watch_storage(namespace, start_revision, labels, fields)))
+        w.on_close = lambda _w: None if task.done() else task.cancel()
+        return w
+
+    @staticmethod
+    async def _pump(w: Watcher, it: AsyncIterator[WatchEvent]) -> None:
+        try:
+            async for ev in it:
+                while w.backlog >= WATCH_BUFFER // 2 and not w.closed:
+                    await asyncio.sleep(0.01)  # a storage watch is pulled: wait for the handler to drain
+                w.deliver(ev)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            w.close(e)
+        finally:
+            with contextlib.suppress(BaseException):
+                await it.aclose()  # type: ignore[attr-defined]
+        w.close()
+
     async def watch(
         self, namespace: str | None, start_revision: int, labels: LabelSelector, fields: FieldSelector
     ) -> AsyncIterator[WatchEvent]:
-        """Changes after `start_revision - 1`, filtered; objects leaving/entering the selection become DELETED/ADDED."""
+        """`open_watch` as an async iterator of private copies (for in-process consumers, which may keep and change
+        the objects they receive); ends when the watcher is closed, raises CompactedError for a compacted revision."""
+        w = await self.open_watch(namespace, start_revision, labels, fields)
+        try:
+            while True:
+                try:
+                    batch = w.drain()
+                except WatchClosed:
+                    return
+                for ev in batch:
+                    yield WatchEvent(ev.type, _copy(ev.object), ev.revision)
+                if not batch:
+                    await w.wait(3600.0)
+        finally:
+            w.close()
+
+    async def _watch_storage(
+        self, namespace: str | None, start_revision: int, labels: LabelSelector, fields: FieldSelector
+    ) -> AsyncIterator[WatchEvent]:
+        """A storage watch of this watcher alone (a start older than the watch cache's history)."""
+        name = fields.single_name()
+        single = name is not None and (namespace or not self.strategy.namespaced)
+        only = self.key(namespace or "", name) if single and name is not None else ""
         it = self.backend.watch(self.prefix(namespace), start_revision)
         try:
             async for ev in it:
+                if only and ev.kv.key != only:
+                    continue  # a single-object watch: other keys are skipped undecoded
                 obj = self.decode(ev.kv)
                 now = ev.type != "DELETED" and self.matches(obj, labels, fields)
                 before = False

@@ -16,6 +16,7 @@ __all__ = [
     "default_template",
     "labels_str",
     "selector_string",
+    "validate_replicas_template",
     "validate_workload",
 ]
 
@@ -69,6 +70,45 @@ def validate_workload(obj: Obj) -> list[Cause]:
                 )
             )
     causes += validate_pod_spec(tmpl.get("spec"), "spec.template.spec")
+    return causes
+
+
+def _nonnegative(spec: Obj, key: str, path: str) -> list[Cause]:
+    v = spec.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, int) or isinstance(v, bool):
+        return [field_invalid(f"{path}.{key}", v, "must be an integer")]
+    return [field_invalid(f"{path}.{key}", v, "must be greater than or equal to 0")] if v < 0 else []
+
+
+def validate_replicas_template(obj: Obj) -> list[Cause]:
+    """ValidateReplicaSetSpec: replicas and minReadySeconds >= 0, the selector/template rules of `validate_workload`,
+    restartPolicy Always and no activeDeadlineSeconds in the template (ValidatePodTemplateSpecForReplicaSet)."""
+    causes = validate_workload(obj)
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return causes
+    causes += _nonnegative(spec, "replicas", "spec") + _nonnegative(spec, "minReadySeconds", "spec")
+    pod = ((spec.get("template") or {}).get("spec")) if isinstance(spec.get("template"), dict) else None
+    if isinstance(pod, dict):
+        policy = pod.get("restartPolicy", "Always")
+        if policy != "Always":
+            causes.append(
+                Cause(
+                    "FieldValueNotSupported",
+                    f'Unsupported value: "{policy}": supported values: "Always"',
+                    "spec.template.spec.restartPolicy",
+                )
+            )
+        if pod.get("activeDeadlineSeconds") is not None:
+            causes.append(
+                Cause(
+                    "FieldValueForbidden",
+                    "Forbidden: activeDeadlineSeconds in ReplicaSet is not Supported",
+                    "spec.template.spec.activeDeadlineSeconds",
+                )
+            )
     return causes
 
 

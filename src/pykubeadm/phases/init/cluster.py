@@ -8,16 +8,18 @@ In dry-run nothing is sent: each object is printed as "[dryrun] Would create …
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
-
-from lightkube import ApiError, Client
+from typing import TYPE_CHECKING, Any
 
 from pykubeadm import constants as c
-from pykubeadm.client import is_already_exists, status_code, sync_client
 from pykubeadm.phases import objects as o
-from pykubeadm.phases.apply import apply_objects, report_dry_run, retry_api_call
 from pykubeadm.phases.init.data import InitData
 from pykubeadm.phases.objects import Obj
+
+if TYPE_CHECKING:
+    from lightkube import Client
+
+# The Kubernetes client (lightkube, httpx) is imported by the functions that talk to the cluster, so the phases that
+# only write files (`init phase certs all`, ...) start without it.
 
 __all__ = ["admin_client", "apply", "cluster_admins_binding"]
 
@@ -33,7 +35,10 @@ def cluster_admins_binding() -> Obj:
 
 
 def _ensure_cluster_admins(admin: Client, data: InitData) -> None:
-    from lightkube import codecs
+    from lightkube import ApiError, codecs
+
+    from pykubeadm.client import is_already_exists, status_code, sync_client
+    from pykubeadm.phases.apply import retry_api_call
 
     crb = codecs.from_dict(cluster_admins_binding())
 
@@ -58,6 +63,10 @@ def _ensure_cluster_admins(admin: Client, data: InitData) -> None:
 
 def admin_client(data: InitData) -> Client:
     """The admin.conf client of this init run (built once)."""
+    from lightkube import Client
+
+    from pykubeadm.client import sync_client
+
     client = data.state.get(_CLIENT_KEY)
     if client is None:
         client = sync_client(data.layout.admin_kubeconfig)
@@ -69,6 +78,8 @@ def admin_client(data: InitData) -> Client:
 
 def apply(data: InitData, objs: Iterable[Obj], *, retain: bool = False) -> list[Any]:
     """Create-or-update (or create-or-retain) objects, or print them in dry-run."""
+    from pykubeadm.phases.apply import apply_objects, report_dry_run
+
     objs = list(objs)
     if data.dry_run:
         return report_dry_run(data.out, objs)

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from lightkube.resources.core_v1 import Node
-
 from pykubeadm import constants as c
-from pykubeadm.client import wait_for_sync
-from pykubeadm.phases.apply import retry_api_call
 from pykubeadm.phases.init.cluster import admin_client
 from pykubeadm.phases.init.data import InitData
 from pykubeadm.phases.markcontrolplane import CONTROL_PLANE_LABELS, missing_taints
@@ -21,6 +17,11 @@ def _taints(data: InitData) -> list[dict[str, str]]:
 
 
 def run(data: InitData) -> None:
+    from lightkube.resources.core_v1 import Node  # the Kubernetes client only for the phases that use it
+
+    from pykubeadm.client import wait_for_sync
+    from pykubeadm.phases.apply import retry_api_call
+
     name = data.cfg.init.node_registration.name
     taints = _taints(data)
     data.out(

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from lightkube.resources.core_v1 import Secret
-
 from pykubeadm import constants as c
 from pykubeadm.bootstrap.token import generate_token, secret_name
 from pykubeadm.errors import KubeadmError
-from pykubeadm.phases.apply import retry_api_call
 from pykubeadm.phases.bootstraptoken import token_secret
 from pykubeadm.phases.copycerts import (
     CERT_TOKEN_DESCRIPTION,
@@ -36,6 +33,10 @@ def _resolver(data: InitData):  # type: ignore[no-untyped-def]
 
 
 def run(data: InitData) -> None:
+    from lightkube.resources.core_v1 import Secret  # the Kubernetes client only for the phases that use it
+
+    from pykubeadm.phases.apply import retry_api_call
+
     if not data.upload_certs:
         data.out("[upload-certs] Skipping phase. Please see --upload-certs")
         return

@@ -7,7 +7,6 @@ from pykubeadm.api import dump_cluster_configuration, features
 from pykubeadm.api.yamlio import dump_yaml
 from pykubeadm.phases.init.cluster import admin_client, apply
 from pykubeadm.phases.init.data import InitData
-from pykubeadm.phases.patchnode import annotate_cri_socket
 from pykubeadm.phases.uploadconfig import kubeadm_config_objects, kubelet_config_objects
 from pykubeadm.workflow import Phase, all_phase
 
@@ -24,6 +23,8 @@ def run_kubeadm(data: InitData) -> None:
 
 
 def run_kubelet(data: InitData) -> None:
+    from pykubeadm.phases.patchnode import annotate_cri_socket  # imports the Kubernetes client
+
     data.out(
         '[kubelet] Creating a ConfigMap "kubelet-config" in namespace kube-system with the configuration for the '
         "kubelets in the cluster"
