@@ -89,7 +89,7 @@ class GarbageCollectorController(Controller):
                 try:
                     await self._refresh()
                     break
-                except (ApiError, OSError) as err:
+                except Exception as err:  # an API error, or the apiserver restarting (a transport error)
                     log.warning("garbagecollector: discovery failed: %s; retrying", err)
                     await asyncio.sleep(1.0)
             with contextlib.suppress(TimeoutError):
