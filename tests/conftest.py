@@ -37,13 +37,18 @@ def pykubeadm() -> Callable[..., subprocess.CompletedProcess[str]]:
 
 @pytest.fixture(autouse=True)
 def _stop_node_kubelets(request: pytest.FixtureRequest):
-    """Stop every built-in kubelet daemon a test started under its tmp_path (by pid file, never by name)."""
+    """Stop every built-in kubelet daemon a test started under its tmp_path (by pid file, never by name), then what
+    still runs for each node root there: Pod containers outlive their kubelet, as real containers do, so stopping a
+    kubelet alone would leave them behind (found by the node's root, as reset finds them)."""
     yield
     tmp = request.node.funcargs.get("tmp_path")
     if tmp is None:
         return
     from pykubeadm.layout import Layout
     from pykubeadm.phases.kubeletservice import stop_kubelet
+    from pykubeadm.phases.reset.processes import node_processes, stop_processes
 
     for pid_file in Path(tmp).glob("**/var/run/pykubeadm/kubelet.pid"):
         stop_kubelet(Layout(root=pid_file.parents[3]))
+    for kubelet_dir in Path(tmp).glob("**/var/lib/kubelet"):
+        stop_processes(node_processes(kubelet_dir.parents[2]), grace=5.0)
