@@ -52,13 +52,21 @@ def _processes_under(path: Path) -> list[int]:
     return pids
 
 
-def _kill_leftovers(path: Path) -> list[int]:
-    """Processes still running with the lab dir in their command line (a cleanup bug: reported, then stopped)."""
+def _kill_leftovers(path: Path) -> list[str]:
+    """Processes still running with the lab dir in their command line (a cleanup bug: reported with their command
+    lines, then stopped)."""
     left = _processes_under(path)
+    described = []
+    for pid in left:
+        try:
+            argv = (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ")[:300]
+            described.append(f"{pid}: {argv!r}")
+        except OSError:
+            described.append(str(pid))
     for pid in left:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    return left
+    return described
 
 
 @dataclass

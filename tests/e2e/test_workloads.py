@@ -235,7 +235,9 @@ class _AvailabilityWatch(threading.Thread):
     def stop(self) -> int:
         self._halt.set()
         self.join(10)
-        assert self.low is not None and self.samples > 5
+        # sampled before the change began (see _rollout) and at least once more: a rollout of pause Pods on a quiet
+        # machine can be over in under half a second, so the count of samples says nothing more
+        assert self.low is not None and self.samples >= 2
         return self.low
 
 
@@ -243,6 +245,7 @@ def _rollout(lab: Lab, api: Any, *args: str) -> tuple[subprocess.CompletedProces
     watch = _AvailabilityWatch(api, {"app": "web"})
     watch.start()
     try:
+        wait_for(lambda: watch.samples >= 1, 30, "a first availability sample before the change")
         lab.kubectl(*args)
         res = subprocess.run(
             ["kubectl", "--kubeconfig", str(lab.admin), "rollout", "status", "deploy/web", "--timeout=180s"],

@@ -443,8 +443,9 @@ def lab_join(lab_dir: Path, out: Out = print, control_plane: bool = False, name:
 
 
 def lab_down(lab_dir: Path, out: Out = print) -> None:
-    """`reset -f` every node (workers first, in parallel; control planes one by one, the last made first), stop the
-    load balancer and external etcd by their pid files, then empty the lab dir."""
+    """`reset -f` every node (workers first, in parallel; control planes one by one, the last made first), stop what
+    still runs for a node root after its reset (said, not hidden: a Pod started while its node was being reset),
+    stop the load balancer and external etcd by their pid files, then empty the lab dir."""
     lab_dir = lab_dir.absolute()
     nodes = lab_nodes(lab_dir)
     workers = [n for n in nodes if not n.control_plane and n.root.exists()]
@@ -466,6 +467,13 @@ def lab_down(lab_dir: Path, out: Out = print) -> None:
                 pykubeadm_command(n, "reset", "-f"), capture_output=True, text=True, env=child_env(), check=False
             )
             out(f"[lab] reset {n.name}" + ("" if res.returncode == 0 else f" failed: {res.stderr[-500:]}"))
+    from pykubeadm.phases.reset.processes import node_processes, stop_processes
+
+    for n in nodes:
+        left = node_processes(n.root) if n.root.exists() else []
+        if left:
+            stop_processes(left, grace=5.0)
+            out(f"[lab] {n.name}: stopped {len(left)} process(es) still running after its reset: {left}")
     lb = load_balancer(lab_dir)
     if lb is not None and lb.stop():
         out("[lab] stopped the load balancer")
