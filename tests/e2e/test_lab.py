@@ -385,6 +385,10 @@ def test_token_create_print_join_command_joins_a_node_and_delete_removes_it(lab:
     assert _wait(lambda: _token_rejected(lab, token), 30)
     # joining with the deleted token now fails with the token named as the cause, and writes nothing
     _assert_join_fails(lab, "after-delete", endpoint, token, ca_hash, "rejected the token")
+    # the node joined by hand is not one of the lab's: reset it as its admin would
+    res = pykubeadm("reset", "-f", root=lab.root(name))
+    assert res.returncode == 0, res.stderr
+    assert not _processes_under(lab.root(name))
 
 
 def _join_config(path: Path, name: str, endpoint: str, token: str, ca_hash: str, timeout: str = "3s") -> None:

@@ -469,11 +469,14 @@ def lab_down(lab_dir: Path, out: Out = print) -> None:
             out(f"[lab] reset {n.name}" + ("" if res.returncode == 0 else f" failed: {res.stderr[-500:]}"))
     from pykubeadm.phases.reset.processes import node_processes, stop_processes
 
-    for n in nodes:
-        left = node_processes(n.root) if n.root.exists() else []
+    roots = {n.root: n.name for n in nodes}
+    for kubelet_dir in sorted(lab_dir.glob("*/var/lib/kubelet")):  # a node joined into the lab dir by hand too
+        roots.setdefault(kubelet_dir.parents[2], kubelet_dir.parents[2].name)
+    for root, name in roots.items():
+        left = node_processes(root) if root.exists() else []
         if left:
             stop_processes(left, grace=5.0)
-            out(f"[lab] {n.name}: stopped {len(left)} process(es) still running after its reset: {left}")
+            out(f"[lab] {name}: stopped {len(left)} process(es) still running after the resets: {left}")
     lb = load_balancer(lab_dir)
     if lb is not None and lb.stop():
         out("[lab] stopped the load balancer")
