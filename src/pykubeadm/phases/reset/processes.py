@@ -89,10 +89,13 @@ def orphaned_pod_processes(root: Path) -> list[int]:
         return []
     procs = _scan()
     prefix = f"{root}/"
+    # Our own session is never an orphaned sandbox, even when its leader is gone or lives outside this PID namespace
+    # (sid 0), as under a CI runner: a `tail -f` started from here is someone's terminal, not a Pod.
+    ours = os.getsid(0)
     found = {
         pid
         for pid, (_, sid, args) in procs.items()
-        if sid not in procs and sid != pid and any(a == str(root) or a.startswith(prefix) for a in args)
+        if sid not in procs and sid not in (pid, ours, 0) and any(a == str(root) or a.startswith(prefix) for a in args)
     }
     grew = True
     while grew:  # their descendants (the containers inside a sandbox's namespaces)
