@@ -106,4 +106,4 @@ def test_openapi_documents(api: ApiServer) -> None:
     v2 = json.loads(_get(api, "/openapi/v2")[1])
     assert v2["swagger"] == "2.0" and "io.k8s.api.core.v1.Pod" in v2["definitions"]
     ctype, body = _get(api, "/openapi/v2", "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
-    assert ctype == "application/octet-stream"
+    assert ctype == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" and body
