@@ -109,7 +109,7 @@ def _key_usages(usages: Iterable[str]) -> tuple[x509.KeyUsage | None, list[Objec
     return key_usage, [oid for name, oid in _EKU_ORDER if name in ekus]
 
 
-def _hash_for(key: object) -> hashes.HashAlgorithm | None:
+def _hash_for(key: object) -> hashes.SHA256 | hashes.SHA384 | hashes.SHA512 | None:
     if isinstance(key, ed25519.Ed25519PrivateKey):
         return None
     if isinstance(key, ec.EllipticCurvePrivateKey):
@@ -153,7 +153,7 @@ class CertificateAuthority:
             x509.CertificateBuilder()
             .subject_name(request.subject)
             .issuer_name(self.certificate.subject)
-            .public_key(request.public_key())  # type: ignore[arg-type]
+            .public_key(request.public_key())
             .serial_number(secrets.randbits(128) or 1)
             .not_valid_before(not_before)
             .not_valid_after(not_after)
@@ -173,7 +173,7 @@ class CertificateAuthority:
         names = _copied_sans(request)
         if names:
             builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=len(request.subject) == 0)
-        return builder.sign(self.key, _hash_for(self.key))  # type: ignore[arg-type]
+        return builder.sign(self.key, _hash_for(self.key))
 
 
 def _copied_sans(request: x509.CertificateSigningRequest) -> list[x509.GeneralName]:

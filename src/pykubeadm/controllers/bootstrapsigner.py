@@ -25,6 +25,7 @@ from pykubeadm.bootstrap.secret import (
     token_id_from_secret_name,
 )
 from pykubeadm.client import ApiError, is_conflict, is_not_found
+from pykubeadm.controllers.controllerutil_api import model
 from pykubeadm.controllers.runtime import Controller, TemporaryError
 
 __all__ = ["BootstrapSignerController", "signed_data", "signing_tokens"]
@@ -104,7 +105,7 @@ class BootstrapSignerController(Controller):
         body = cm.to_dict()
         body["data"] = new
         try:
-            await self.client.replace(ConfigMap.from_dict(body))
+            await self.client.replace(model(ConfigMap, body))
         except ApiError as err:
             if is_not_found(err):
                 return

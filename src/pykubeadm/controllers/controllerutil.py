@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from pykubeadm.controllers.csrutil import parse_time
 from pykubeadm.scheduler.matching import match_expression
@@ -58,6 +58,8 @@ SLOW_START_INITIAL_BATCH_SIZE: Final = 1
 EXPECTATIONS_TIMEOUT: Final = 5 * 60.0
 
 Obj = Mapping[str, Any]
+#: a Pod as the caller holds it (active_pods_ranked returns the caller's own objects)
+P = TypeVar("P", bound=Mapping[str, Any])
 
 
 # --- expectations ----------------------------------------------------------------------------------------------------
@@ -185,7 +187,7 @@ def pod_key(pod: Obj) -> str:
 def _ready_condition(pod: Obj) -> Obj | None:
     for cond in (pod.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "Ready":
-            return cond  # type: ignore[no-any-return]
+            return cond
     return None
 
 
@@ -297,7 +299,7 @@ def _rank_compare(a: tuple[Obj, int], b: tuple[Obj, int], now: datetime | None) 
     return 0
 
 
-def active_pods_ranked(pods: Sequence[Obj], related: Iterable[Obj] = (), now: datetime | None = None) -> list[Obj]:
+def active_pods_ranked(pods: Sequence[P], related: Iterable[Obj] = (), now: datetime | None = None) -> list[P]:
     """`pods` in kube's deletion order (first = deleted first); the rank of a Pod is how many `related` active Pods
     share its node (getPodsRankedByRelatedPodsOnSameNode); `now` enables the logarithmic age buckets."""
     on_node: dict[str, int] = {}
@@ -306,7 +308,11 @@ def active_pods_ranked(pods: Sequence[Obj], related: Iterable[Obj] = (), now: da
         if node and is_pod_active(pod):
             on_node[node] = on_node.get(node, 0) + 1
     ranked = [(pod, on_node.get((pod.get("spec") or {}).get("nodeName") or "", 0)) for pod in pods]
-    ranked.sort(key=functools.cmp_to_key(lambda a, b: _rank_compare(a, b, now)))
+
+    def compare(a: tuple[P, int], b: tuple[P, int]) -> int:
+        return _rank_compare(a, b, now)
+
+    ranked.sort(key=functools.cmp_to_key(compare))
     return [pod for pod, _ in ranked]
 
 

@@ -18,20 +18,27 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from lightkube import AsyncClient
+from lightkube.core.dictmixin import DictMixin
 from lightkube.resources.core_v1 import Event, Pod
 from lightkube.types import PatchType
 
 from pykubeadm.client import ApiError, is_not_found
 from pykubeadm.controllers.controllerutil import controller_of, pod_from_template, selector_matches
 
-__all__ = ["ClaimError", "EventRecorder", "PodControl", "api_error_message", "claim"]
+__all__ = ["ClaimError", "EventRecorder", "PodControl", "api_error_message", "claim", "model"]
 
 log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
+M = TypeVar("M", bound=DictMixin)
+
+
+def model(cls: type[M], data: dict[str, Any]) -> M:
+    """`cls.from_dict(data)`, typed as `cls` (lightkube annotates from_dict as returning DictMixin, not the class)."""
+    return cast(M, cls.from_dict(data))
 
 
 def api_error_message(err: BaseException) -> str:
@@ -66,7 +73,7 @@ class EventRecorder:
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
         now = _now()
-        body = {
+        body: dict[str, Any] = {
             "metadata": {"name": f"{meta.get('name')}.{time.time_ns():x}", "namespace": namespace},
             "involvedObject": {
                 "apiVersion": api_version or obj.get("apiVersion"),
@@ -106,7 +113,7 @@ class EventRecorder:
                     except ApiError as err:
                         if not is_not_found(err):
                             raise
-                await self.client.create(Event.from_dict(body), namespace=namespace)
+                await self.client.create(model(Event, body))
                 self._recent[key] = (body["metadata"]["name"], 1, time.monotonic())
                 self._recent.move_to_end(key)
                 while len(self._recent) > self.CACHE_SIZE:
@@ -134,8 +141,9 @@ class PodControl:
         pod = pod_from_template(template, (owner.get("metadata") or {}).get("name", ""), controller_ref)
         if not (pod["metadata"].get("labels")):
             raise ValueError("unable to create pods, no labels")
+        pod["metadata"]["namespace"] = namespace
         try:
-            created = await self.client.create(Pod.from_dict(pod), namespace=namespace)
+            created = await self.client.create(model(Pod, pod))
         except Exception as err:
             self._event(owner, "Warning", "FailedCreate", f"Error creating: {api_error_message(err)}")
             raise
@@ -162,7 +170,7 @@ class ClaimError(Exception):
 async def _patch_owner_refs(client: AsyncClient, res: type, obj: Obj, refs: list[dict[str, Any]]) -> None:
     meta = obj.get("metadata") or {}
     patch = {"metadata": {"ownerReferences": refs or None, "resourceVersion": meta.get("resourceVersion")}}
-    await client.patch(res, meta["name"], patch, namespace=meta.get("namespace"), patch_type=PatchType.MERGE)  # type: ignore[call-overload]
+    await client.patch(res, meta["name"], patch, namespace=meta.get("namespace"), patch_type=PatchType.MERGE)
 
 
 async def claim(

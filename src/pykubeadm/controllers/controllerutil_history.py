@@ -18,6 +18,7 @@ from lightkube.resources.apps_v1 import ControllerRevision
 
 from pykubeadm.client import ApiError, is_already_exists, is_not_found
 from pykubeadm.controllers.controllerutil import CONTROLLER_REVISION_HASH_LABEL, compute_hash, new_controller_ref
+from pykubeadm.controllers.controllerutil_api import model
 from pykubeadm.controllers.runtime import TemporaryError
 
 __all__ = ["current_revision", "prune_revisions", "revision_name", "template_patch"]
@@ -64,7 +65,7 @@ async def current_revision(
         cur = copy.deepcopy(cur)
         cur["revision"] = next_number
         try:
-            cur = (await client.replace(ControllerRevision.from_dict(cur))).to_dict()
+            cur = (await client.replace(model(ControllerRevision, cur))).to_dict()
         except ApiError as err:
             raise TemporaryError(f"updating revision {cur['metadata']['name']}: {err}") from err
     return cur, old
@@ -84,7 +85,7 @@ async def _snapshot(
     hash_ = compute_hash(spec.get("template") or {}, collisions)
     labels = dict(((spec.get("template") or {}).get("metadata") or {}).get("labels") or {})
     labels[CONTROLLER_REVISION_HASH_LABEL] = hash_
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "ControllerRevision",
         "metadata": {
@@ -98,7 +99,7 @@ async def _snapshot(
         "revision": number,
     }
     try:
-        return (await client.create(ControllerRevision.from_dict(body), namespace=meta["namespace"])).to_dict()
+        return (await client.create(model(ControllerRevision, body))).to_dict()
     except ApiError as err:
         if not is_already_exists(err):
             raise

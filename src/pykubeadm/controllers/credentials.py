@@ -64,6 +64,8 @@ class ServiceAccountTokenAuth(httpx2.Auth):
                     spec=TokenRequestSpec(audiences=[], expirationSeconds=TOKEN_EXPIRATION_SECONDS),
                 )
                 result = await self.root.create(request, self.name, namespace=self.namespace)
+                if result.status is None or not result.status.token:
+                    raise RuntimeError(f"TokenRequest for {self.namespace}/{self.name} returned no token")
                 self._token = result.status.token
                 seconds = TOKEN_EXPIRATION_SECONDS
                 self._refresh_at = time.monotonic() + 0.8 * seconds
@@ -93,6 +95,7 @@ class ClientBuilder:
         if service_account not in self._clients:
             # same server and CA, but no client certificate: x509 would win over the bearer token
             single = self.kubeconfig.get()
+            assert single is not None  # without a default, get() raises ConfigError instead of returning None
             anonymous = KubeConfig.from_one(cluster=single.cluster, user=User(), fname=single.fname)
             client = async_client(anonymous)
             inner = client._client._client  # lightkube's httpx client

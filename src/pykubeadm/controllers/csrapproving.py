@@ -20,6 +20,7 @@ from lightkube.resources.certificates_v1 import CertificateSigningRequest, Certi
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
 
 from pykubeadm.client import ApiError, is_conflict, is_not_found
+from pykubeadm.controllers.controllerutil_api import model
 from pykubeadm.controllers.csrutil import (
     KUBELET_CLIENT_SIGNER,
     CSRParseError,
@@ -124,7 +125,7 @@ class CSRApprovingController(Controller):
             self.queue.add(key)
 
     async def authorized(self, csr: Mapping[str, Any], subresource: str) -> bool:
-        review = SubjectAccessReview.from_dict({"spec": sar_spec(csr, subresource)})
+        review = model(SubjectAccessReview, {"spec": sar_spec(csr, subresource)})
         result = await self.client.create(review)
         return bool(result.status and result.status.allowed)
 
@@ -158,7 +159,7 @@ class CSRApprovingController(Controller):
     async def _approve(self, csr: dict[str, Any], message: str) -> None:
         status = csr.setdefault("status", {})
         status.setdefault("conditions", []).append(approval_condition(message))
-        body = CertificateSigningRequestApproval.from_dict(csr)
+        body = model(CertificateSigningRequestApproval, csr)
         try:
             await self.client.replace(body, csr["metadata"]["name"])
         except ApiError as err:

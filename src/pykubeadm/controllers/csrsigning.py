@@ -21,6 +21,7 @@ from lightkube.resources.certificates_v1 import CertificateSigningRequest, Certi
 
 from pykubeadm.client import ApiError, is_conflict, is_not_found
 from pykubeadm.controllers.authority import CAFiles, SigningError, ttl_for
+from pykubeadm.controllers.controllerutil_api import model
 from pykubeadm.controllers.csrutil import (
     KUBE_APISERVER_CLIENT_SIGNER,
     KUBELET_CLIENT_SIGNER,
@@ -129,7 +130,7 @@ class CSRSigningController(Controller):
 
     async def _update_status(self, csr: dict[str, Any]) -> None:
         try:
-            await self.client.replace(CertificateSigningRequestStatus.from_dict(csr), csr["metadata"]["name"])
+            await self.client.replace(model(CertificateSigningRequestStatus, csr), csr["metadata"]["name"])
         except ApiError as err:
             if is_not_found(err):
                 return

@@ -131,9 +131,10 @@ def run_until_signalled(main: Callable[[], Awaitable[int]], log: logging.Logger 
 
     async def guarded() -> int:
         task = asyncio.current_task()
+        assert task is not None  # guarded() runs as the loop's main task
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, task.cancel)  # type: ignore[union-attr]
+            loop.add_signal_handler(sig, task.cancel)
         try:
             return await main()
         except asyncio.CancelledError:

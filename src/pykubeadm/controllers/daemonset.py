@@ -34,7 +34,7 @@ from pykubeadm.controllers.controllerutil import (
     selector_matches,
     slow_start_batches,
 )
-from pykubeadm.controllers.controllerutil_api import EventRecorder, PodControl, claim
+from pykubeadm.controllers.controllerutil_api import EventRecorder, PodControl, claim, model
 from pykubeadm.controllers.controllerutil_daemon import (
     TEMPLATE_GENERATION_LABEL,
     add_daemon_tolerations,
@@ -178,7 +178,8 @@ class DaemonSetController(Controller):
             fresh = await self.client.get(DaemonSet, meta["name"], namespace=meta["namespace"])
         except ApiError:
             return False
-        return bool(fresh.metadata.uid == meta.get("uid") and not fresh.metadata.deletionTimestamp)
+        fmeta = fresh.metadata
+        return bool(fmeta is not None and fmeta.uid == meta.get("uid") and not fmeta.deletionTimestamp)
 
     async def _manage(self, key: str, ds: Obj, nodes: list[Obj], hash_: str) -> None:
         node_pods = await self._node_pods(ds)
@@ -221,8 +222,8 @@ class DaemonSetController(Controller):
             elif not should_continue and pods is not None:
                 to_delete += [p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")]
         known = {n["metadata"]["name"] for n in nodes}
-        for node, pods in node_pods.items():
-            if node not in known:
+        for node_name, pods in node_pods.items():
+            if node_name not in known:
                 to_delete += [p["metadata"]["name"] for p in pods if not (p.get("spec") or {}).get("nodeName")]
         await self._sync_nodes(key, ds, to_delete, to_create, hash_)
 
@@ -290,10 +291,10 @@ class DaemonSetController(Controller):
             if failures and create_count - pos > 0:
                 self.expectations.lower(key, add=create_count - pos)
                 break
-        results = await asyncio.gather(
+        outcomes = await asyncio.gather(
             *(self.pod_control.delete_pod(namespace, n, ds) for n in to_delete[:delete_count]), return_exceptions=True
         )
-        for pk, result in zip(deleting, results, strict=True):
+        for pk, result in zip(deleting, outcomes, strict=True):
             if isinstance(result, BaseException):
                 self.expectations.deletion_observed(key, pk)
                 if not is_not_found(result):
@@ -324,7 +325,7 @@ class DaemonSetController(Controller):
 
         async def store_collision(count: int) -> None:
             ds.setdefault("status", {})["collisionCount"] = count
-            await self.client.replace(DaemonSetStatus.from_dict(ds), meta["name"], namespace=meta["namespace"])
+            await self.client.replace(model(DaemonSetStatus, ds), meta["name"], namespace=meta["namespace"])
 
         cur, old = await current_revision(self.client, ds, KIND, revisions, store_collision)
         labels = cur["metadata"].get("labels") or {}
@@ -391,7 +392,7 @@ class DaemonSetController(Controller):
             body["status"] = new_status
             try:
                 await self.client.replace(
-                    DaemonSetStatus.from_dict(body), ds["metadata"]["name"], namespace=ds["metadata"]["namespace"]
+                    model(DaemonSetStatus, body), ds["metadata"]["name"], namespace=ds["metadata"]["namespace"]
                 )
                 break
             except ApiError as err:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -30,7 +31,7 @@ from pykubeadm.controllers.controllerutil import (
     new_controller_ref,
     selector_matches,
 )
-from pykubeadm.controllers.controllerutil_api import EventRecorder, api_error_message, claim
+from pykubeadm.controllers.controllerutil_api import EventRecorder, api_error_message, claim, model
 from pykubeadm.controllers.runtime import Controller, TemporaryError
 
 __all__ = ["DeploymentController"]
@@ -129,11 +130,12 @@ class DeploymentController(Controller):
     async def _write_status(self, d: Obj) -> None:
         meta = d["metadata"]
         try:
-            fresh = await self.client.replace(DeploymentStatus.from_dict(d), meta["name"], namespace=meta["namespace"])
+            fresh = await self.client.replace(model(DeploymentStatus, d), meta["name"], namespace=meta["namespace"])
         except ApiError as err:
             if is_conflict(err) or is_not_found(err):
                 raise TemporaryError(f"updating status of deployment {meta['name']}: {err}") from err
             raise
+        assert fresh.metadata is not None  # the apiserver returns the whole object
         meta["resourceVersion"] = fresh.metadata.resourceVersion
 
     async def _set_progressing(self, d: Obj, status: str, reason: str, message: str) -> None:
@@ -149,7 +151,7 @@ class DeploymentController(Controller):
         body = copy.deepcopy(d)
         body["metadata"]["annotations"][du.REVISION_ANNOTATION] = revision
         try:
-            fresh = (await self.client.replace(Deployment.from_dict(body))).to_dict()
+            fresh = (await self.client.replace(model(Deployment, body))).to_dict()
         except ApiError as err:
             if is_conflict(err) or is_not_found(err):
                 raise TemporaryError(f"updating revision of deployment {_name(d)}: {err}") from err
@@ -160,7 +162,7 @@ class DeploymentController(Controller):
     async def _update_rs(self, rs: Obj, changed: Obj) -> None:
         """PUT `changed` and make `rs` (shared by the caller's lists) the stored object."""
         try:
-            fresh = (await self.client.replace(ReplicaSet.from_dict(changed))).to_dict()
+            fresh = (await self.client.replace(model(ReplicaSet, changed))).to_dict()
         except ApiError as err:
             if is_conflict(err) or is_not_found(err):
                 raise TemporaryError(f"updating replica set {_name(rs)}: {err}") from err
@@ -232,7 +234,8 @@ class DeploymentController(Controller):
                 fresh = await self.client.get(Deployment, meta["name"], namespace=meta["namespace"])
             except ApiError:
                 return False
-            return bool(fresh.metadata.uid == meta.get("uid") and not fresh.metadata.deletionTimestamp)
+            fmeta = fresh.metadata
+            return bool(fmeta is not None and fmeta.uid == meta.get("uid") and not fmeta.deletionTimestamp)
 
         ref = new_controller_ref(d, API_VERSION, KIND)
         return await claim(self.client, ReplicaSet, d, ref, d["spec"].get("selector"), rss, still_there)
@@ -311,7 +314,7 @@ class DeploymentController(Controller):
         du.set_new_rs_annotations(d, rs, new_revision, False)
         already_exists = False
         try:
-            created = (await self.client.create(ReplicaSet.from_dict(rs), namespace=meta["namespace"])).to_dict()
+            created = (await self.client.create(model(ReplicaSet, rs))).to_dict()
         except ApiError as err:
             if not is_already_exists(err):
                 msg = f'Failed to create new replica set "{rs["metadata"]["name"]}": {api_error_message(err)}'
@@ -354,16 +357,16 @@ class DeploymentController(Controller):
         target = du.find_active_or_latest(new_rs, old_rss)
         if target is not None:
             if du.replicas(target) != du.replicas(d):
-                await self._scale_and_record(target, du.replicas(d), d)  # type: ignore[arg-type]
+                await self._scale_and_record(target, du.replicas(d), d)
             return
         if du.is_saturated(d, new_rs):
             for rs in du.filter_active(old_rss):
-                await self._scale_and_record(rs, 0, d)  # type: ignore[arg-type]
+                await self._scale_and_record(rs, 0, d)
             return
         if du.is_rolling_update(d):
             sizes, operation = du.proportional_sizes(d, du.filter_active([*old_rss, new_rs]))
             for rs, size in sizes:
-                await self._scale_rs(rs, size, d, operation)  # type: ignore[arg-type]
+                await self._scale_rs(rs, size, d, operation)
 
     async def _rollout_rolling(self, d: Obj, rs_list: list[Obj]) -> None:
         new_rs, old_rss = await self._get_all_rss(d, rs_list, create=True)
@@ -395,17 +398,17 @@ class DeploymentController(Controller):
         total = 0
         for rs, size in du.cleanup_unhealthy_steps(active_old, max_scaled_down):
             total += du.replicas(rs) - size
-            await self._scale_and_record(rs, size, d)  # type: ignore[arg-type]
+            await self._scale_and_record(rs, size, d)
         for rs, size in du.scale_down_old_steps([*active_old, new_rs], active_old, d):
             total += du.replicas(rs) - size
-            await self._scale_and_record(rs, size, d)  # type: ignore[arg-type]
+            await self._scale_and_record(rs, size, d)
         return total > 0
 
     async def _rollout_recreate(self, d: Obj, rs_list: list[Obj]) -> None:
         new_rs, old_rss = await self._get_all_rss(d, rs_list, create=False)
         scaled = False
         for rs in du.filter_active(old_rss):
-            scaled = await self._scale_and_record(rs, 0, d) or scaled  # type: ignore[arg-type]
+            scaled = await self._scale_and_record(rs, 0, d) or scaled
         if scaled or self._old_pods_running(new_rs, old_rss):
             await self._sync_rollout_status(d, [*old_rss, new_rs], new_rs)
             return
@@ -442,13 +445,13 @@ class DeploymentController(Controller):
 
     # --- status --------------------------------------------------------------------------------------------------------
 
-    async def _sync_status(self, d: Obj, all_rss: list[Obj | None], new_rs: Obj | None) -> None:
+    async def _sync_status(self, d: Obj, all_rss: Sequence[Obj | None], new_rs: Obj | None) -> None:
         status = dst.calculate_status(all_rss, new_rs, d, datetime.now(UTC))
         if status != d["status"]:
             d["status"] = status
             await self._write_status(d)
 
-    async def _sync_rollout_status(self, d: Obj, all_rss: list[Obj | None], new_rs: Obj | None) -> None:
+    async def _sync_rollout_status(self, d: Obj, all_rss: Sequence[Obj | None], new_rs: Obj | None) -> None:
         now = datetime.now(UTC)
         status = dst.rollout_status(d, all_rss, new_rs, now)
         if status != d["status"]:

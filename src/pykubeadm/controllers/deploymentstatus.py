@@ -111,9 +111,16 @@ def calculate_status(all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj, 
     return status
 
 
-def has_progress_deadline(d: Obj) -> bool:
+def _progress_deadline(d: Obj) -> int | None:
+    """spec.progressDeadlineSeconds, None when unset or MaxInt32 (no deadline)."""
     value = (d.get("spec") or {}).get("progressDeadlineSeconds")
-    return value is not None and int(value) != MAX_INT32
+    if value is None or int(value) == MAX_INT32:
+        return None
+    return int(value)
+
+
+def has_progress_deadline(d: Obj) -> bool:
+    return _progress_deadline(d) is not None
 
 
 def deployment_complete(d: Obj, status: Obj) -> bool:
@@ -143,7 +150,8 @@ def deployment_progressing(d: Obj, new: Obj) -> bool:
 
 
 def deployment_timed_out(d: Obj, status: Obj, now: datetime) -> bool:
-    if not has_progress_deadline(d):
+    deadline = _progress_deadline(d)
+    if deadline is None:
         return False
     cond = get_condition(status, "Progressing")
     if cond is None or cond.get("reason") == NEW_RS_AVAILABLE_REASON:
@@ -153,7 +161,7 @@ def deployment_timed_out(d: Obj, status: Obj, now: datetime) -> bool:
     since = parse_time(cond.get("lastUpdateTime"))
     if since is None:
         return False
-    return (now - since).total_seconds() > int((d.get("spec") or {}).get("progressDeadlineSeconds"))
+    return (now - since).total_seconds() > deadline
 
 
 def replica_failure(all_rss: Sequence[Obj | None], new_rs: Obj | None) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from pykubeadm.controllers.controllerutil import POD_TEMPLATE_HASH_LABEL, scaled_value
 
@@ -36,6 +36,8 @@ __all__ = [
 ]
 
 Obj = Mapping[str, Any]
+#: a ReplicaSet as the caller holds it (functions that pick ReplicaSets return the caller's own objects)
+RS = TypeVar("RS", bound=Mapping[str, Any])
 
 REVISION_ANNOTATION: Final = "deployment.kubernetes.io/revision"
 REVISION_HISTORY_ANNOTATION: Final = "deployment.kubernetes.io/revision-history"
@@ -125,7 +127,7 @@ def equal_ignore_hash(a: Obj, b: Obj) -> bool:
     return _without_hash(a) == _without_hash(b)
 
 
-def find_new_rs(d: Obj, rss: Sequence[Obj]) -> Obj | None:
+def find_new_rs(d: Obj, rss: Sequence[RS]) -> RS | None:
     """The oldest ReplicaSet whose template equals the Deployment's (ignoring the hash label)."""
     template = (d.get("spec") or {}).get("template") or {}
     for rs in sorted(rss, key=creation_key):
@@ -134,11 +136,11 @@ def find_new_rs(d: Obj, rss: Sequence[Obj]) -> Obj | None:
     return None
 
 
-def filter_active(rss: Iterable[Obj | None]) -> list[Obj]:
+def filter_active(rss: Iterable[RS | None]) -> list[RS]:
     return [rs for rs in rss if rs is not None and replicas(rs) > 0]
 
 
-def find_active_or_latest(new_rs: Obj | None, old_rss: Sequence[Obj]) -> Obj | None:
+def find_active_or_latest(new_rs: RS | None, old_rss: Sequence[RS]) -> RS | None:
     """The only active ReplicaSet, or the newest one if none is active; None while several are active."""
     if new_rs is None and not old_rss:
         return None
@@ -247,7 +249,7 @@ def _proportion(rs: Obj, d: Obj, to_add: int, added: int) -> int:
     return min(fraction, allowed) if to_add > 0 else max(fraction, allowed)
 
 
-def proportional_sizes(d: Obj, active_rss: Sequence[Obj]) -> tuple[list[tuple[Obj, int]], str]:
+def proportional_sizes(d: Obj, active_rss: Sequence[RS]) -> tuple[list[tuple[RS, int]], str]:
     """Proportional scaling of a rolling Deployment's active ReplicaSets: [(rs, new size)] and "up"/"down"/""."""
     allowed = replicas(d) + max_surge(d) if replicas(d) > 0 else 0
     to_add = allowed - sum(replicas(rs) for rs in active_rss)
@@ -275,7 +277,7 @@ def proportional_sizes(d: Obj, active_rss: Sequence[Obj]) -> tuple[list[tuple[Ob
     return list(zip(ordered, sizes, strict=True)), operation
 
 
-def cleanup_unhealthy_steps(old_rss: Sequence[Obj], max_cleanup: int) -> list[tuple[Obj, int]]:
+def cleanup_unhealthy_steps(old_rss: Sequence[RS], max_cleanup: int) -> list[tuple[RS, int]]:
     """Scale down the old ReplicaSets' unavailable Pods first, oldest ReplicaSet first: [(rs, new size)].
 
     A ReplicaSet whose status still shows more available Pods than its (just lowered) spec is an error, as in kube:
@@ -300,7 +302,7 @@ def cleanup_unhealthy_steps(old_rss: Sequence[Obj], max_cleanup: int) -> list[tu
     return steps
 
 
-def scale_down_old_steps(all_rss: Sequence[Obj], old_rss: Sequence[Obj], d: Obj) -> list[tuple[Obj, int]]:
+def scale_down_old_steps(all_rss: Sequence[Obj], old_rss: Sequence[RS], d: Obj) -> list[tuple[RS, int]]:
     """scaleDownOldReplicaSetsForRollingUpdate: remove what keeps availability ≥ replicas - maxUnavailable."""
     min_available = replicas(d) - max_unavailable(d)
     available = sum(int((rs.get("status") or {}).get("availableReplicas") or 0) for rs in all_rss)
@@ -318,7 +320,7 @@ def scale_down_old_steps(all_rss: Sequence[Obj], old_rss: Sequence[Obj], d: Obj)
     return steps
 
 
-def rss_to_cleanup(old_rss: Sequence[Obj], limit: int) -> list[Obj]:
+def rss_to_cleanup(old_rss: Sequence[RS], limit: int) -> list[RS]:
     """Old ReplicaSets beyond revisionHistoryLimit that are empty and settled, lowest revision first."""
     alive = [rs for rs in old_rss if not (rs.get("metadata") or {}).get("deletionTimestamp")]
     diff = len(alive) - limit

@@ -26,7 +26,7 @@ from lightkube.resources.policy_v1 import PodDisruptionBudget, PodDisruptionBudg
 from pykubeadm.client import ApiError, is_conflict, is_not_found
 from pykubeadm.controllers.batchutil import fmt_time, request
 from pykubeadm.controllers.controllerutil import controller_of, is_pod_ready, scaled_value, selector_matches
-from pykubeadm.controllers.controllerutil_api import EventRecorder
+from pykubeadm.controllers.controllerutil_api import EventRecorder, api_error_message, model
 from pykubeadm.controllers.csrutil import parse_time
 from pykubeadm.controllers.runtime import Controller, TemporaryError
 
@@ -127,7 +127,9 @@ def build_disrupted_pod_map(
         if meta.get("deletionTimestamp"):
             continue
         stamp = recorded.get(meta.get("name"))
-        when = parse_time(stamp) if stamp else None
+        if not stamp:
+            continue
+        when = parse_time(stamp)
         if when is None:
             continue
         expected_deletion = when + DELETION_TIMEOUT
@@ -259,7 +261,9 @@ def fail_safe_status(pdb: Obj, error: str, now: datetime) -> dict[str, Any]:
     return status
 
 
-_KINDS: Final[dict[tuple[str, str], type]] = {
+#: the kinds whose scale the finders read directly (any other kind goes through its scale subresource)
+_Workload = ReplicaSet | Deployment | StatefulSet | ReplicationController
+_KINDS: Final[dict[tuple[str, str], type[_Workload]]] = {
     ("ReplicaSet", "apps"): ReplicaSet,
     ("Deployment", "apps"): Deployment,
     ("StatefulSet", "apps"): StatefulSet,
@@ -304,14 +308,14 @@ class DisruptionController(Controller):
                 if selector_matches(selector, labels):
                     self.queue.add(f"{pdb.metadata.namespace}/{pdb.metadata.name}")
 
-    async def _get(self, res: type, name: str, namespace: str) -> dict[str, Any] | None:
+    async def _get(self, res: type[_Workload], name: str, namespace: str) -> dict[str, Any] | None:
         try:
             obj = await self.client.get(res, name, namespace=namespace)
         except ApiError as err:
             if is_not_found(err):
                 return None
             raise
-        return obj.to_dict()  # type: ignore[no-any-return]
+        return obj.to_dict()
 
     async def find_scale(self, ref: Obj, namespace: str) -> Scale | None:
         """The finders of kube's disruption controller: ReplicaSet (or its Deployment), StatefulSet, RC, and any
@@ -407,7 +411,7 @@ class DisruptionController(Controller):
         try:
             expected, desired, unmanaged = await expected_pod_count(pdb, pods, self.find_scale)
         except (ValueError, ApiError) as err:
-            message = err.status.message if isinstance(err, ApiError) else str(err)
+            message = api_error_message(err)
             self.recorder.event(
                 pdb,
                 "Warning",
@@ -448,9 +452,7 @@ class DisruptionController(Controller):
         body["status"] = status
         meta = body["metadata"]
         try:
-            await self.client.replace(
-                PodDisruptionBudgetStatus.from_dict(body), meta["name"], namespace=meta["namespace"]
-            )
+            await self.client.replace(model(PodDisruptionBudgetStatus, body), meta["name"], namespace=meta["namespace"])
         except ApiError as err:
             if is_not_found(err):
                 return

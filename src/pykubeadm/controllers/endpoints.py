@@ -19,6 +19,7 @@ from lightkube.resources.core_v1 import Endpoints, Pod, Service
 
 from pykubeadm.client import ApiError, is_already_exists, is_conflict, is_not_found
 from pykubeadm.controllers.controllerutil import is_pod_ready
+from pykubeadm.controllers.controllerutil_api import model
 from pykubeadm.controllers.endpointsutil import (
     HEADLESS_LABEL,
     LAST_CHANGE_TRIGGER_TIME,
@@ -93,16 +94,16 @@ def desired_subsets(service: Obj, pods: Iterable[Obj]) -> list[dict[str, Any]]:
             key = _port_key(port)
             ports_by_key[key] = port
             targets.append(key)
-        for key in targets:
-            addrs = by_port.setdefault(key, {})
+        for target in targets:
+            addrs = by_port.setdefault(target, {})
             previous = addrs.get(addr_key)
             addrs[addr_key] = (addr, ready or (previous is not None and previous[1]))
     # repack: port keys offered by the same address set share a subset
     groups: dict[tuple[tuple[tuple[str, str], bool], ...], list[tuple[Any, ...] | None]] = {}
     addr_of: dict[tuple[str, str], dict[str, Any]] = {}
-    for key, addrs in by_port.items():
+    for port_key, addrs in by_port.items():
         group = tuple(sorted((k, ready) for k, (_, ready) in addrs.items()))
-        groups.setdefault(group, []).append(key)
+        groups.setdefault(group, []).append(port_key)
         for k, (addr, _) in addrs.items():
             addr_of[k] = addr
     subsets = []
@@ -262,9 +263,9 @@ class EndpointController(Controller):
             return
         try:
             if current is None:
-                await self.client.create(Endpoints.from_dict(new))
+                await self.client.create(model(Endpoints, new))
             else:
-                await self.client.replace(Endpoints.from_dict(new))
+                await self.client.replace(model(Endpoints, new))
         except BaseException as err:
             self.tracker.restore(namespace, name, before)
             if not isinstance(err, ApiError):

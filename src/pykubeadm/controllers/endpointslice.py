@@ -22,6 +22,7 @@ from lightkube.resources.discovery_v1 import EndpointSlice
 
 from pykubeadm.client import ApiError, is_conflict, is_not_found
 from pykubeadm.controllers.controllerutil import is_pod_ready
+from pykubeadm.controllers.controllerutil_api import model
 from pykubeadm.controllers.endpointsutil import (
     HEADLESS_LABEL,
     LAST_CHANGE_TRIGGER_TIME,
@@ -57,6 +58,13 @@ ZONE_LABEL: Final = "topology.kubernetes.io/zone"
 
 #: a port list in hashable form
 PortsKey = tuple[tuple[str, int, str, str | None], ...]
+
+
+def _expect(expected: dict[str, str | None], written: EndpointSlice) -> None:
+    """Remember the resourceVersion of a slice we wrote (the apiserver returns the stored object, metadata set)."""
+    meta = written.metadata
+    assert meta is not None and meta.name is not None
+    expected[meta.name] = meta.resourceVersion
 
 
 def _ports_key(ports: Iterable[Obj]) -> PortsKey:
@@ -364,11 +372,9 @@ class EndpointSliceController(Controller):
         expected = self._expected.setdefault(str(key), {})
         try:
             for body in plan.create:
-                made = await self.client.create(EndpointSlice.from_dict(body))
-                expected[made.metadata.name] = made.metadata.resourceVersion
+                _expect(expected, await self.client.create(model(EndpointSlice, body)))
             for body in plan.update:
-                made = await self.client.replace(EndpointSlice.from_dict(body))
-                expected[made.metadata.name] = made.metadata.resourceVersion
+                _expect(expected, await self.client.replace(model(EndpointSlice, body)))
         except BaseException as err:
             self.tracker.restore(namespace, name, before)
             if not isinstance(err, ApiError):

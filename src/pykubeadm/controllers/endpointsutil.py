@@ -133,10 +133,10 @@ def should_set_hostname(pod: Obj, service: Obj) -> bool:
 def service_selects(service: Obj, pod: Obj) -> bool:
     """A Service with a (non-empty) selector selects the Pod (same namespace, labels match)."""
     selector = (service.get("spec") or {}).get("selector")
-    return (
-        bool(selector)
-        and _meta(service).get("namespace") == _meta(pod).get("namespace")
-        and all((_meta(pod).get("labels") or {}).get(k) == v for k, v in selector.items())
+    if not selector:
+        return False
+    return _meta(service).get("namespace") == _meta(pod).get("namespace") and all(
+        (_meta(pod).get("labels") or {}).get(k) == v for k, v in selector.items()
     )
 
 

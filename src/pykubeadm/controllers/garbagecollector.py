@@ -76,7 +76,11 @@ class GarbageCollectorController(Controller):
             informer: Informer[Any] = Informer(
                 self.client, resource_type(path), namespace="*" if path.namespaced else None
             )
-            informer.add_handler(lambda ev, obj, old, path=path: self._on_event(path, ev, obj))
+
+            def on_event(event: str, obj: Any, _old: Any, path: ApiPath = path) -> None:
+                self._on_event(path, event, obj)
+
+            informer.add_handler(on_event)
             self._kinds[path] = (informer, asyncio.create_task(informer.run(), name=f"gc-{path.plural}"))
         gone = [p for p in self._kinds if p not in wanted and p.api_version not in found.failed]
         for path in gone:

@@ -35,6 +35,7 @@ from pykubeadm.controllers.controllerutil import (
 from pykubeadm.controllers.controllerutil_api import EventRecorder, api_error_message
 from pykubeadm.controllers.jobstatus import (
     TRACKING_FINALIZER,
+    backoff_limit,
     backoff_remaining,
     find_condition,
     finish_time,
@@ -277,7 +278,7 @@ class JobController(Controller):
                 return ctype, str(cond.get("reason", "")), str(cond.get("message", ""))
         if policy_failure is not None:
             return "FailureTarget", "PodFailurePolicy", policy_failure
-        limit = int(spec.get("backoffLimit") if spec.get("backoffLimit") is not None else 6)
+        limit = backoff_limit(spec)
         if failed > limit or restarts_exceed_limit(spec, active):
             return ("FailureTarget", *_BACKOFF_MSG)
         if past_deadline(spec, status, now)[0]:

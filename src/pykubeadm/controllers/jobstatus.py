@@ -20,6 +20,7 @@ __all__ = [
     "BACKOFF_MAX",
     "COMPLETION_INDEX",
     "TRACKING_FINALIZER",
+    "backoff_limit",
     "backoff_remaining",
     "format_indexes",
     "is_pod_failed",
@@ -149,6 +150,17 @@ def backoff_remaining(failures: int, last_failure: datetime | None, now: datetim
     return max(timedelta(0), last_failure + delay - now)
 
 
+def _int_field(spec: Mapping[str, Any], name: str, default: int) -> int:
+    """spec[name] as an int, `default` when unset (0 is a value, not unset)."""
+    value = spec.get(name)
+    return default if value is None else int(value)
+
+
+def backoff_limit(spec: Mapping[str, Any]) -> int:
+    """spec.backoffLimit, 6 when unset."""
+    return _int_field(spec, "backoffLimit", 6)
+
+
 def restarts_exceed_limit(spec: Mapping[str, Any], active: Sequence[Mapping[str, Any]]) -> bool:
     """pastBackoffLimitOnFailure: with restartPolicy OnFailure, container restarts of running or pending Pods reach
     the back-off limit (any restart when it is 0)."""
@@ -162,7 +174,7 @@ def restarts_exceed_limit(spec: Mapping[str, Any], active: Sequence[Mapping[str,
             continue
         for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
             restarts += int(cs.get("restartCount") or 0)
-    limit = int(spec.get("backoffLimit") if spec.get("backoffLimit") is not None else 6)
+    limit = backoff_limit(spec)
     return restarts > 0 if limit == 0 else restarts >= limit
 
 
@@ -259,7 +271,7 @@ def pod_for_job(job: Mapping[str, Any], index: int | None) -> dict[str, Any]:
 
 def wanted_active(spec: Mapping[str, Any], succeeded: int, indexed_pending: int | None) -> int:
     """How many Pods should be running: parallelism, capped by the completions still missing."""
-    parallelism = int(spec.get("parallelism") if spec.get("parallelism") is not None else 1)
+    parallelism = _int_field(spec, "parallelism", 1)
     completions = spec.get("completions")
     if indexed_pending is not None:
         return max(0, min(parallelism, indexed_pending))

@@ -25,6 +25,15 @@ log = logging.getLogger(__name__)
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
+def _subnet_of(block: Network, cidr: Network) -> bool:
+    """`block` lies inside `cidr` (never across IP families)."""
+    if isinstance(block, ipaddress.IPv4Network) and isinstance(cidr, ipaddress.IPv4Network):
+        return block.subnet_of(cidr)
+    if isinstance(block, ipaddress.IPv6Network) and isinstance(cidr, ipaddress.IPv6Network):
+        return block.subnet_of(cidr)
+    return False
+
+
 class CIDRSet:
     """Blocks of one cluster CIDR: allocate the lowest free block, mark or release used ones."""
 
@@ -38,7 +47,7 @@ class CIDRSet:
         self._used: set[int] = set()
 
     def _index(self, block: Network) -> int | None:
-        if block.version != self.cidr.version or block.prefixlen != self.mask_size or not block.subnet_of(self.cidr):  # type: ignore[arg-type]
+        if block.prefixlen != self.mask_size or not _subnet_of(block, self.cidr):
             return None
         return (int(block.network_address) - int(self.cidr.network_address)) // self._block
 
@@ -51,7 +60,7 @@ class CIDRSet:
 
     def occupy_overlapping(self, network: Network) -> None:
         """Mark every block overlapping `network` used (the service range must never be handed to Pods)."""
-        if network.version != self.cidr.version or not network.overlaps(self.cidr):  # type: ignore[arg-type]
+        if network.version != self.cidr.version or not network.overlaps(self.cidr):
             return
         lo = max(int(network.network_address), int(self.cidr.network_address))
         hi = min(int(network.broadcast_address), int(self.cidr.broadcast_address))

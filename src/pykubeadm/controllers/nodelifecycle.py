@@ -25,7 +25,7 @@ from lightkube.resources.core_v1 import Node, NodeStatus, Pod, PodStatus
 
 from pykubeadm import constants as c
 from pykubeadm.client import ApiError, is_conflict, is_not_found
-from pykubeadm.controllers.controllerutil_api import EventRecorder
+from pykubeadm.controllers.controllerutil_api import EventRecorder, model
 from pykubeadm.controllers.csrutil import parse_time
 from pykubeadm.controllers.runtime import Controller, TemporaryError
 
@@ -188,7 +188,7 @@ class NodeLifecycleController(Controller):
                     self.recorder.event(
                         node, "Normal", "NodeNotReady", f"Node {key} status is now: NodeNotReady", kind="Node"
                     )
-                await self._write(NodeStatus.from_dict(updated), key)
+                await self._write(model(NodeStatus, updated), key)
                 return  # the informer brings the new object back; taints follow on the next sync
         ready = _ready_status(node)
         if ready in ("False", "Unknown"):
@@ -197,7 +197,7 @@ class NodeLifecycleController(Controller):
         taints = desired_taints(list(spec.get("taints") or []), ready, now, bool(spec.get("unschedulable")))
         if taints is not None:
             node.setdefault("spec", {})["taints"] = taints
-            await self._write(Node.from_dict(node), None)
+            await self._write(model(Node, node), None)
 
     async def _mark_pods_not_ready(self, node_name: str, now: datetime) -> None:
         """kube's MarkPodsNotReady: every Pod on the Node gets Ready=False and a NodeNotReady warning."""
@@ -210,7 +210,7 @@ class NodeLifecycleController(Controller):
             log.info("marking pod %s/%s on node %s not ready", obj.metadata.namespace, obj.metadata.name, node_name)
             try:
                 await self.client.replace(
-                    PodStatus.from_dict(updated), obj.metadata.name, namespace=obj.metadata.namespace
+                    model(PodStatus, updated), obj.metadata.name, namespace=obj.metadata.namespace
                 )
             except ApiError as err:
                 if is_not_found(err):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -147,7 +147,7 @@ class PodGCController(Controller):
         for pod in unscheduled_terminating_pods(pods):
             await self._force_delete(pod, None)
 
-    async def _gc_orphaned(self, pods: list[Obj], node_names: set[str]) -> None:
+    async def _gc_orphaned(self, pods: Sequence[Obj], node_names: set[str]) -> None:
         now = self.ctx.clock()
         orphans = orphaned_pods(pods, node_names)
         missing = {p["spec"]["nodeName"] for p in orphans}

@@ -32,7 +32,7 @@ from pykubeadm.controllers.controllerutil import (
     selector_matches,
     slow_start_batches,
 )
-from pykubeadm.controllers.controllerutil_api import EventRecorder, PodControl, api_error_message, claim
+from pykubeadm.controllers.controllerutil_api import EventRecorder, PodControl, api_error_message, claim, model
 from pykubeadm.controllers.dictview import dict_view
 from pykubeadm.controllers.runtime import Controller, TemporaryError
 
@@ -232,7 +232,8 @@ class ReplicaSetController(Controller):
             fresh = await self.client.get(ReplicaSet, meta["name"], namespace=meta["namespace"])
         except ApiError:
             return False
-        return bool(fresh.metadata.uid == meta.get("uid") and not fresh.metadata.deletionTimestamp)
+        fmeta = fresh.metadata
+        return bool(fmeta is not None and fmeta.uid == meta.get("uid") and not fmeta.deletionTimestamp)
 
     async def _manage(
         self, key: str, rs: dict[str, Any], owned: list[dict[str, Any]], all_pods: list[dict[str, Any]]
@@ -267,12 +268,12 @@ class ReplicaSetController(Controller):
             count = min(diff, BURST_REPLICAS)
             doomed = pods_to_delete(owned, self._related_pods(rs, all_pods), count, datetime.now(UTC))
             self.expectations.expect_deletions(key, [pod_key(p) for p in doomed])
-            results = await asyncio.gather(
+            outcomes = await asyncio.gather(
                 *(self.pod_control.delete_pod(meta["namespace"], p["metadata"]["name"], rs) for p in doomed),
                 return_exceptions=True,
             )
             errors = []
-            for pod, result in zip(doomed, results, strict=True):
+            for pod, result in zip(doomed, outcomes, strict=True):
                 if isinstance(result, BaseException):
                     self.expectations.deletion_observed(key, pod_key(pod))
                     if not is_not_found(result):
@@ -308,7 +309,7 @@ class ReplicaSetController(Controller):
                 new_status["observedGeneration"] = generation
             body["status"] = new_status
             try:
-                await self.client.replace(ReplicaSetStatus.from_dict(body), meta["name"], namespace=meta["namespace"])
+                await self.client.replace(model(ReplicaSetStatus, body), meta["name"], namespace=meta["namespace"])
                 return new_status
             except ApiError as err:
                 if is_not_found(err):

@@ -14,6 +14,7 @@ from typing import Any, Final
 from lightkube.resources.core_v1 import ConfigMap, Namespace
 
 from pykubeadm.client import ApiError, is_already_exists, is_conflict, is_not_found
+from pykubeadm.controllers.controllerutil_api import model
 from pykubeadm.controllers.runtime import Controller, TemporaryError
 
 __all__ = ["ROOT_CA_CONFIGMAP", "RootCACertPublisher", "desired_configmap"]
@@ -101,9 +102,9 @@ class RootCACertPublisher(Controller):
             return
         try:
             if cm is None:
-                await self.client.create(ConfigMap.from_dict(body))
+                await self.client.create(model(ConfigMap, body))
             else:
-                await self.client.replace(ConfigMap.from_dict(body))
+                await self.client.replace(model(ConfigMap, body))
         except ApiError as err:
             if is_already_exists(err) or is_conflict(err):
                 raise TemporaryError(f"{key}/{ROOT_CA_CONFIGMAP} changed meanwhile") from err

@@ -19,7 +19,7 @@ from typing import Any, Final
 from lightkube.resources.core_v1 import Node, Pod, PodStatus
 
 from pykubeadm.client import ApiError, delete_with_uid, is_conflict, is_not_found
-from pykubeadm.controllers.controllerutil_api import EventRecorder
+from pykubeadm.controllers.controllerutil_api import EventRecorder, model
 from pykubeadm.controllers.csrutil import parse_time
 from pykubeadm.controllers.runtime import Controller, TemporaryError
 
@@ -205,7 +205,7 @@ class TaintEvictionController(Controller):
         body.setdefault("status", {})["conditions"] = conditions
         meta = body["metadata"]
         try:
-            await self.client.replace(PodStatus.from_dict(body), meta["name"], namespace=meta["namespace"])
+            await self.client.replace(model(PodStatus, body), meta["name"], namespace=meta["namespace"])
         except ApiError as err:
             if is_not_found(err):
                 return

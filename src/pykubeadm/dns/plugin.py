@@ -73,7 +73,7 @@ class Request:
         text = self.extra.get("name_text")
         if text is None:
             text = self.extra["name_text"] = self.qname.to_text().lower()
-        return text  # type: ignore[no-any-return]
+        return text
 
     @property
     def do(self) -> bool:
@@ -153,5 +153,5 @@ def make_reply(req: Request, rcode: int = dns.rcode.NOERROR, *, authoritative: b
     reply = dns.message.make_response(req.msg)
     reply.flags = int(reply.flags) | (_RA_AA if authoritative else _RA)  # plain ints: enum.Flag arithmetic is slow
     if rcode:
-        reply.set_rcode(rcode)
+        reply.set_rcode(dns.rcode.Rcode.make(rcode))
     return reply

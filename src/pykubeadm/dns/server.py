@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import platform
 import signal
-from typing import Any
+from typing import Any, cast
 
 import dns.exception
 import dns.flags
@@ -75,7 +76,7 @@ class Router:
 
     async def resolve(self, qname: dns.name.Name, qtype: int, depth: int = 0) -> dns.message.Message:
         """Run a query through the blocks from inside the server (the kubernetes plugin's CNAME targets)."""
-        msg = dns.message.make_query(qname, qtype)
+        msg = dns.message.make_query(qname, dns.rdatatype.RdataType.make(qtype))
         reply, _ = await self.handle(msg, ("127.0.0.1", 0), "udp", 0, depth=depth)
         return reply
 
@@ -137,7 +138,7 @@ class Router:
 def _error(msg: dns.message.Message, rcode: int) -> dns.message.Message:
     reply = dns.message.make_response(msg) if msg.question else dns.message.Message(msg.id)
     reply.flags |= dns.flags.QR
-    reply.set_rcode(rcode)
+    reply.set_rcode(dns.rcode.Rcode.make(rcode))
     return reply
 
 
@@ -148,7 +149,7 @@ class _UdpProtocol(asyncio.DatagramProtocol):
         self.tasks: set[asyncio.Task[None]] = set()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.DatagramTransport, transport)  # a datagram endpoint's transport
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
         task = asyncio.ensure_future(self._reply(data, addr))
@@ -167,7 +168,7 @@ async def _serve_tcp(router: Router, reader: asyncio.StreamReader, writer: async
         while True:
             header = await asyncio.wait_for(reader.readexactly(2), TCP_IDLE_TIMEOUT)
             data = await asyncio.wait_for(reader.readexactly(int.from_bytes(header, "big")), TCP_IDLE_TIMEOUT)
-            wire = await router.answer(data, tuple(peer[:2]), "tcp")  # type: ignore[arg-type]
+            wire = await router.answer(data, tuple(peer[:2]), "tcp")
             if wire is None:
                 break
             writer.write(len(wire).to_bytes(2, "big") + wire)
@@ -214,12 +215,12 @@ class _Running:
         for host, port in sorted(self.addresses()):
             router = self.routers[port]
             transport, _ = await loop.create_datagram_endpoint(
-                lambda r=router: _UdpProtocol(r), local_addr=(host, port), reuse_port=True
+                functools.partial(_UdpProtocol, router), local_addr=(host, port), reuse_port=True
             )
-            self.udp.append(transport)  # type: ignore[arg-type]
+            self.udp.append(transport)
             self.tcp.append(
                 await asyncio.start_server(
-                    lambda rd, wr, r=router: _serve_tcp(r, rd, wr), host, port, reuse_address=True, reuse_port=True
+                    functools.partial(_serve_tcp, router), host, port, reuse_address=True, reuse_port=True
                 )
             )
         self._listening()

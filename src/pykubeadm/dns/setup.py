@@ -94,7 +94,7 @@ def chain(plugins: list[Plugin]) -> Handler:
 
 
 def _setup_fn(name: str) -> Callable[..., Plugin]:
-    return importlib.import_module(PLUGINS[name]).setup  # type: ignore[no-any-return]
+    return importlib.import_module(PLUGINS[name]).setup
 
 
 def load_config(text: str, filename: str, *, dns_port: int, env: dict[str, str], corefile_path: str = "") -> Config:

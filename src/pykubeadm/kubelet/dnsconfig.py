@@ -75,8 +75,7 @@ def parse_resolv_conf(text: str) -> DnsConfig:
 
 
 def _unique(items: Sequence[str]) -> list[str]:
-    seen: set[str] = set()
-    return [x for x in items if not (x in seen or seen.add(x))]  # type: ignore[func-returns-value]
+    return list(dict.fromkeys(items))
 
 
 def _merge_options(base: Sequence[str], extra: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -85,10 +84,10 @@ def _merge_options(base: Sequence[str], extra: Sequence[Mapping[str, Any]]) -> l
     for opt in base:
         name, sep, value = opt.partition(":")
         merged[name] = value if sep else None
-    for opt in extra:
-        name = str(opt.get("name") or "")
+    for option in extra:
+        name = str(option.get("name") or "")
         if name:
-            merged[name] = str(opt["value"]) if opt.get("value") is not None else None
+            merged[name] = str(option["value"]) if option.get("value") is not None else None
     return [name if value is None else f"{name}:{value}" for name, value in merged.items()]
 
 

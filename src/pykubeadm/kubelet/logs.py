@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aiohttp import web
@@ -78,7 +78,7 @@ def _since(request: web.Request) -> dt.datetime | None:
         raise web.HTTPBadRequest(text=f'invalid value for sinceTime: "{raw}": must be RFC 3339') from None
 
 
-def container_logs_handler(locate: LogLocator) -> Callable[[web.Request], object]:
+def container_logs_handler(locate: LogLocator) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(request: web.Request) -> web.StreamResponse:
         ns, pod, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
         previous = request.query.get("previous", "").lower() in ("true", "1")

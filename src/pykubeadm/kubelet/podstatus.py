@@ -174,4 +174,6 @@ def update_conditions(
 
 def _init_succeeded(s: Mapping[str, Any]) -> bool:
     term = (s.get("state") or {}).get("terminated")
-    return bool(term) and term.get("exitCode") == 0
+    if not term:
+        return False
+    return bool(term.get("exitCode") == 0)

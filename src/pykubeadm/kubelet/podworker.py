@@ -55,7 +55,7 @@ def _image_map(path: Path) -> dict[str, list[str]]:
 
 def _podenv() -> tuple[Any, Any, Any]:
     """The volumes, envvars and sandbox modules (kubelet-podenv), where present."""
-    mods = []
+    mods: list[Any] = []
     for name in ("volumes", "envvars", "sandbox"):
         try:
             mods.append(__import__(f"pykubeadm.kubelet.{name}", fromlist=[name]))
@@ -87,6 +87,7 @@ class PodWorker:
         cluster_domain: str = "",
         resolv_conf: Path | None = None,
         node_ports: Any = None,
+        observer: Callable[[PodWorker], None] | None = None,
     ):
         self.pod = pod
         self.spec: dict[str, Any] = pod.get("spec") or {}
@@ -111,6 +112,7 @@ class PodWorker:
         self.cluster_domain = cluster_domain
         self.resolv_conf = resolv_conf  # the host's resolv.conf (KubeletConfiguration resolvConf)
         self.node_ports = node_ports  # ports.NodePorts of the node (API Pods)
+        self.observer = observer  # told of every change as well (the kubelet's metrics)
         self.dns_files: list[Any] = []  # volumes.Mount of resolv.conf and /etc/hosts (sandboxed Pods)
         self.grace = float(self.spec.get("terminationGracePeriodSeconds", 30))
         status = pod.get("status") or {}
@@ -140,6 +142,8 @@ class PodWorker:
 
     # --- plumbing --------------------------------------------------------------------------------------------------
     def changed(self) -> None:
+        if self.observer is not None:
+            self.observer(self)
         if self.on_change is not None:
             self.on_change(self)
 

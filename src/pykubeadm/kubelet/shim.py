@@ -223,8 +223,10 @@ class ShimProcess:
                 proc.stdin = FifoWriter.open(dir / "stdin.fifo")  # the shim kept it open: attach still works
         alive = proc_start_time(proc.shim_pid) == proc.shim_start
         proc._shim_fd = _pidfd(proc.shim_pid) if alive else None
-        if alive and proc_start_time(proc.shim_pid) != proc.shim_start:  # exited between the two reads
-            os.close(proc._shim_fd)  # type: ignore[arg-type]
+        # exited between the two reads (pidfd_open then failed, or the fd is of a process that reused the pid)
+        if alive and proc_start_time(proc.shim_pid) != proc.shim_start:
+            if proc._shim_fd is not None:
+                os.close(proc._shim_fd)
             proc._shim_fd = None
         proc._main_fd = _pidfd(proc.pid) if proc._shim_fd is not None and proc.pid else None
         if proc._shim_fd is None and proc._exit_code() is None:

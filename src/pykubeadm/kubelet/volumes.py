@@ -434,7 +434,7 @@ class PodVolumes:
                 value = field_value(self.pod, item["fieldRef"].get("fieldPath", ""), node_name=self.node_name)
             elif item.get("resourceFieldRef"):
                 ref = item["resourceFieldRef"]
-                container = next(
+                container: dict[str, Any] = next(
                     (c for c in self._spec.get("containers") or () if c.get("name") == ref.get("containerName")), {}
                 )
                 value = resource_value(self.pod, container, ref, node_allocatable())

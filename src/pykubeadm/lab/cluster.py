@@ -122,7 +122,7 @@ def _ca_hash(lab_dir: Path) -> str:
     for n in lab_nodes(lab_dir):
         cert = try_load_cert(Layout(n.root).pki_dir, c.CA_CERT_AND_KEY_BASE_NAME) if n.control_plane else None
         if cert is not None:
-            return public_key_pin(cert.public_key())  # type: ignore[arg-type]
+            return public_key_pin(cert.public_key())
     raise KubeadmError(f"lab: no control plane in {lab_dir} has a CA certificate left")
 
 
@@ -189,7 +189,7 @@ def wait_ready(lab_dir: Path, names: list[str], out: Out, timeout: float = _READ
     with sync_client(admin_kubeconfig(lab_dir)) as client:
         while True:
             try:
-                ready = {n.metadata.name for n in client.list(Node) if is_ready(n)}
+                ready = {n.metadata.name for n in client.list(Node) if n.metadata is not None and is_ready(n)}
                 missing = [n for n in names if n not in ready]
                 if not missing:
                     return

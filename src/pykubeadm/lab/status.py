@@ -68,7 +68,8 @@ def _ready_map(lab_dir: Path) -> dict[str, str]:
 
         with sync_client(admin_kubeconfig(lab_dir), timeout=3.0) as client:
             for n in client.list(Node):
-                ready[n.metadata.name] = "Ready" if is_ready(n) else "NotReady"
+                if n.metadata is not None and n.metadata.name:
+                    ready[n.metadata.name] = "Ready" if is_ready(n) else "NotReady"
     return ready
 
 

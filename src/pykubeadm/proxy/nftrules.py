@@ -273,8 +273,8 @@ def build_ruleset(
             before, after = old.get(n), new.get(n)
             if before is None:
                 continue
-            for (obj, key), value in before.elements.items():
-                if after is None or after.elements.get((obj, key)) != value:
+            for (obj, key), entry in before.elements.items():
+                if after is None or after.elements.get((obj, key)) != entry:
                     tx.delete_element(obj, key)
         for n in sorted(changed):
             after = new.get(n)

@@ -18,9 +18,11 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from aiohttp import web
 from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Node, Service
 from lightkube.resources.discovery_v1 import EndpointSlice
@@ -309,7 +311,9 @@ class ProxyServer:
             self._sync_times = [*self._sync_times[-1:], time.monotonic()]
             await self.sync_once(full=periodic)
 
-    async def _serve(self, what: str, address: str, start: Any, runners: list[Any]) -> None:
+    async def _serve(
+        self, what: str, address: str, start: Callable[[], Awaitable[web.AppRunner]], runners: list[web.AppRunner]
+    ) -> None:
         """Start a server; a bind failure is fatal only with bindAddressHardFail, else retried (kube-proxy's way)."""
         while True:
             try:
@@ -325,7 +329,7 @@ class ProxyServer:
     # --- run --------------------------------------------------------------------------------------------------------------
     async def run(self) -> int:
         client = async_client(self.kubeconfig, timeout=30.0)
-        runners = []
+        runners: list[web.AppRunner] = []
         tasks: list[asyncio.Task[Any]] = []
         try:
             node_ips = await self._node_ips(client)

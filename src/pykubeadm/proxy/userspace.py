@@ -17,7 +17,7 @@ import logging
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pykubeadm.proxy.balancer import Balancer
 from pykubeadm.proxy.servicemap import Endpoint, ProxyTable, ServicePort, categorize
@@ -107,9 +107,10 @@ class _UdpSession(asyncio.DatagramProtocol):
         self.closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        udp = cast(asyncio.DatagramTransport, transport)  # a datagram endpoint's protocol is given a datagram transport
+        self.transport = udp
         for data in self.pending:
-            self.transport.sendto(data)
+            udp.sendto(data)
         self.pending.clear()
         self.touch()
 

@@ -317,6 +317,15 @@ def _score_balanced(c: Cycle, nodes: Sequence[NodeInfo]) -> dict[str, float]:
     return out
 
 
+def _matching_pods(namespace: str, selector: Mapping[str, Any] | None) -> Callable[[NodeInfo], int]:
+    """A node's count of Pods in `namespace` that `selector` matches (a spread constraint's labelSelector)."""
+
+    def count(ni: NodeInfo) -> int:
+        return sum(1 for p in ni.pods.values() if p.namespace == namespace and selector_matches(selector, p.labels))
+
+    return count
+
+
 def _score_topology_spread(c: Cycle, nodes: Sequence[NodeInfo]) -> dict[str, float]:
     own = _spread_constraints(c, "ScheduleAnyway")
     counters: list[tuple[int, str, Callable[[NodeInfo], int]]] = []
@@ -327,9 +336,7 @@ def _score_topology_spread(c: Cycle, nodes: Sequence[NodeInfo]) -> dict[str, flo
                 (
                     int(constraint.get("maxSkew") or 1),
                     constraint.get("topologyKey") or "",
-                    lambda ni, s=selector: sum(  # type: ignore[misc]
-                        1 for p in ni.pods.values() if p.namespace == c.info.namespace and selector_matches(s, p.labels)
-                    ),
+                    _matching_pods(c.info.namespace, selector),
                 )
             )
     elif c.info.owner_uid and not _spread_constraints(c, "DoNotSchedule"):

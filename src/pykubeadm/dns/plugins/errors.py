@@ -33,7 +33,7 @@ class ErrorsPlugin(Plugin):
                 "%d %s %s: %s",
                 dns.rcode.SERVFAIL,
                 req.qname,
-                dns.rdatatype.to_text(req.qtype),
+                dns.rdatatype.RdataType.to_text(req.qtype),
                 err,
                 exc_info=self.stacktrace,
             )

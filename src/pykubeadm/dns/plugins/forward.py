@@ -152,7 +152,8 @@ def setup(d: Directive, ctx: SetupContext) -> ForwardPlugin:
         upstreams = parse_upstreams(d.args[1:])
     except ValueError as err:
         raise PluginError("forward", d.error(str(err))) from None
-    max_concurrent, excepted, policy, force_tcp = 0, [], "random", False
+    max_concurrent, policy, force_tcp = 0, "random", False
+    excepted: list[str] = []
     for p in d.block:
         if p.name == "max_concurrent":
             if len(p.args) != 1 or not p.args[0].isdigit():

@@ -20,11 +20,13 @@ from pykubeadm.dns.plugin import Handler, Plugin, PluginError, Request, SetupCon
 __all__ = ["PrometheusPlugin", "setup"]
 
 DEFAULT_ADDRESS = "localhost:9153"
-_COMMON_TYPES = {dns.rdatatype.to_text(t) for t in (1, 2, 5, 6, 12, 15, 16, 28, 33, 35, 43, 46, 48, 255, 65, 64, 13)}
+_COMMON_TYPES = {
+    dns.rdatatype.RdataType.to_text(t) for t in (1, 2, 5, 6, 12, 15, 16, 28, 33, 35, 43, 46, 48, 255, 65, 64, 13)
+}
 
 
 def _type_label(qtype: int) -> str:
-    text = dns.rdatatype.to_text(qtype)
+    text = dns.rdatatype.RdataType.to_text(qtype)
     return text if text in _COMMON_TYPES else "other"
 
 

@@ -17,23 +17,39 @@ __all__ = ["ContainerLocator", "ContainerRef", "StdinWriter"]
 class ContainerRef(Protocol):
     """A running container as a process. Only read, never stored: ask the locator again for each session."""
 
-    #: The container's main process on the host (None: not running now).
-    pid: int | None
-    #: The container's environment, as its main process got it (exec'd commands get the same).
-    env: Mapping[str, str]
-    #: The working directory of the container's processes on the host (None: the kubelet's).
-    cwd: str | None
-    #: argv prefix that runs a command inside the container (e.g. `nsenter -t PID -m -p --`); [] when not sandboxed.
-    enter_prefix: Sequence[str]
-    #: The Pod's IP: port-forward connects there (Pods share the node's network).
-    pod_ip: str
-    #: The current instance's log file (stdout and stderr): attach follows it (None: no output to follow).
-    log_path: Path | None
-    #: The main process's stdin when the container has `stdin: true`, else None: attach writes there
-    #: (`write()` + `await drain()`, `close()`: an asyncio.StreamWriter or the shim's FIFO writer).
-    stdin: StdinWriter | None
-    #: The container's `stdinOnce`: its stdin is closed when the first attach session's input ends.
-    stdin_once: bool
+    @property
+    def pid(self) -> int | None:
+        """The container's main process on the host (None: not running now)."""
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The container's environment, as its main process got it (exec'd commands get the same)."""
+
+    @property
+    def cwd(self) -> str | None:
+        """The working directory of the container's processes on the host (None: the kubelet's)."""
+
+    @property
+    def enter_prefix(self) -> Sequence[str]:
+        """argv prefix that runs a command inside the container (e.g. `nsenter -t PID -m -p --`); [] when not
+        sandboxed."""
+
+    @property
+    def pod_ip(self) -> str:
+        """The Pod's IP: port-forward connects there (Pods share the node's network)."""
+
+    @property
+    def log_path(self) -> Path | None:
+        """The current instance's log file (stdout and stderr): attach follows it (None: no output to follow)."""
+
+    @property
+    def stdin(self) -> StdinWriter | None:
+        """The main process's stdin when the container has `stdin: true`, else None: attach writes there
+        (`write()` + `await drain()`, `close()`: an asyncio.StreamWriter or the shim's FIFO writer)."""
+
+    @property
+    def stdin_once(self) -> bool:
+        """The container's `stdinOnce`: its stdin is closed when the first attach session's input ends."""
 
 
 class StdinWriter(Protocol):

@@ -209,7 +209,8 @@ def decode_header_block(block: bytes) -> Headers:
     """Parse an uncompressed name/value block; ProtocolError when it is truncated."""
     try:
         (count,) = struct.unpack_from(">I", block, 0)
-        pos, out = 4, {}
+        pos = 4
+        out: Headers = {}
         for _ in range(count):
             (ln,) = struct.unpack_from(">I", block, pos)
             name = block[pos + 4 : pos + 4 + ln].decode()

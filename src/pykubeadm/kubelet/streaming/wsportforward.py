@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterable
 
 import aiohttp
 from aiohttp import web
@@ -19,10 +20,10 @@ __all__ = ["PROTOCOLS", "ports_of", "serve_ws_portforward"]
 PROTOCOLS = ("v4.channel.k8s.io", "channel.k8s.io")
 
 
-def ports_of(query: object) -> list[int]:
+def ports_of(values: Iterable[str]) -> list[int]:
     """The `port` query values (each may be a comma list) as ports; ValueError for anything else."""
     ports = []
-    for value in query.getall("port", []):  # type: ignore[attr-defined]
+    for value in values:
         for part in value.split(","):
             port = int(part)
             if not 0 < port < 65536:
@@ -33,7 +34,7 @@ def ports_of(query: object) -> list[int]:
 
 async def serve_ws_portforward(request: web.Request, host: str, pod: str, uid: str) -> web.StreamResponse:
     try:
-        ports = ports_of(request.query)
+        ports = ports_of(request.query.getall("port", []))
     except ValueError as e:
         raise web.HTTPBadRequest(text=f'unable to parse "{e}" as a port: must be 1-65535') from None
     if not ports:
@@ -71,11 +72,11 @@ async def serve_ws_portforward(request: web.Request, host: str, pod: str, uid: s
         async for msg in ws:
             if msg.type != aiohttp.WSMsgType.BINARY or len(msg.data) < 2:
                 continue
-            writer = writers.get(msg.data[0])
-            if writer is not None:
-                writer.write(msg.data[1:])
+            to_pod = writers.get(msg.data[0])
+            if to_pod is not None:
+                to_pod.write(msg.data[1:])
                 with contextlib.suppress(ConnectionError, OSError):
-                    await writer.drain()
+                    await to_pod.drain()
     finally:
         for task in [*pumps, closer]:
             task.cancel()

@@ -86,7 +86,7 @@ class ZoneIndex:
     def exists(self, name: str) -> bool:
         return name in self.names
 
-    def _add(self, name: str, rdtype: int, text: str) -> None:
+    def _add(self, name: str, rdtype: dns.rdatatype.RdataType, text: str) -> None:
         key = (name, rdtype)
         rrset = self.rrsets.get(key)
         if rrset is None:
@@ -128,7 +128,7 @@ def _ready(endpoint: Obj) -> bool:
     return ready is None or bool(ready)
 
 
-def _rdtype(address: str) -> int:
+def _rdtype(address: str) -> dns.rdatatype.RdataType:
     return _AAAA if ":" in address else _A
 
 
