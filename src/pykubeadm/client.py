@@ -22,11 +22,13 @@ import time
 from collections.abc import Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import httpx2
 from lightkube import ApiError, AsyncClient, Client, KubeConfig
+from lightkube.core.client import FieldSelector
 from lightkube.core.exceptions import ConfigError, NotReadyError
+from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import OnErrorAction, OnErrorResult
 
 from pykubeadm.errors import KubeconfigError
@@ -54,6 +56,17 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 C = TypeVar("C", Client, AsyncClient)
+
+
+class _Resource(Protocol):
+    """What this module reads of a lightkube resource object."""
+
+    @property
+    def metadata(self) -> ObjectMeta | None: ...
+
+
+#: A lightkube resource object (an instance of a class from `lightkube.resources`).
+Res = TypeVar("Res", bound=_Resource)
 
 #: Default per-request timeout (watches have no read timeout).
 DEFAULT_TIMEOUT = 10.0
@@ -107,11 +120,11 @@ def is_not_found(err: BaseException) -> bool:
 
 
 def is_conflict(err: BaseException) -> bool:
-    return status_code(err) == 409 and getattr(err.status, "reason", None) != "AlreadyExists"  # type: ignore[attr-defined]
+    return status_code(err) == 409 and isinstance(err, ApiError) and err.status.reason != "AlreadyExists"
 
 
 def is_already_exists(err: BaseException) -> bool:
-    return status_code(err) == 409 and getattr(err.status, "reason", None) == "AlreadyExists"  # type: ignore[attr-defined]
+    return status_code(err) == 409 and isinstance(err, ApiError) and err.status.reason == "AlreadyExists"
 
 
 def object_key(obj: Any) -> str:
@@ -144,7 +157,7 @@ def _run_sync(client: Client, steps: _Steps[R]) -> R:
         try:
             call = steps.throw(error) if error is not None else steps.send(result)
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            return done.value
         result, error = None, None
         try:
             if call.method == "sleep":
@@ -163,7 +176,7 @@ async def _run_async(client: AsyncClient, steps: _Steps[R]) -> R:
         try:
             call = steps.throw(error) if error is not None else steps.send(result)
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            return done.value
         result, error = None, None
         try:
             if call.method == "sleep":
@@ -174,35 +187,33 @@ async def _run_async(client: AsyncClient, steps: _Steps[R]) -> R:
             error = err
 
 
-def _namespace_of(obj: Any) -> str | None:
-    return getattr(obj.metadata, "namespace", None)
-
-
-def _create_or_update_steps(obj: R, retries: int) -> _Steps[R]:
+def _create_or_update_steps(obj: Res, retries: int) -> _Steps[Res]:
     """POST; on AlreadyExists, PUT over the live resourceVersion, retrying on Conflict."""
     try:
-        return (yield _Call("create", (obj,)))  # type: ignore[no-any-return]
+        return (yield _Call("create", (obj,)))
     except ApiError as err:
         if not is_already_exists(err):
             raise
+    meta = obj.metadata
+    assert meta is not None  # AlreadyExists answers an object that was sent with a name
     res = type(obj)
     for attempt in range(retries):
-        live = yield _Call("get", (res, obj.metadata.name), {"namespace": _namespace_of(obj)})  # type: ignore[attr-defined]
-        obj.metadata.resourceVersion = live.metadata.resourceVersion  # type: ignore[attr-defined]
+        live = yield _Call("get", (res, meta.name), {"namespace": meta.namespace})
+        meta.resourceVersion = live.metadata.resourceVersion
         try:
-            return (yield _Call("replace", (obj,)))  # type: ignore[no-any-return]
+            return (yield _Call("replace", (obj,)))
         except ApiError as err:
             if not is_conflict(err) or attempt == retries - 1:
                 raise
     raise AssertionError("unreachable")
 
 
-async def create_or_update(client: AsyncClient, obj: R, *, retries: int = 5) -> R:
+async def create_or_update(client: AsyncClient, obj: Res, *, retries: int = 5) -> Res:
     """Create `obj`; if it exists, replace it, carrying the live resourceVersion (retrying on Conflict)."""
     return await _run_async(client, _create_or_update_steps(obj, retries))
 
 
-def create_or_update_sync(client: Client, obj: R, *, retries: int = 5) -> R:
+def create_or_update_sync(client: Client, obj: Res, *, retries: int = 5) -> Res:
     """Blocking `create_or_update`."""
     return _run_sync(client, _create_or_update_steps(obj, retries))
 
@@ -220,7 +231,7 @@ def _wait_steps(
         try:
             obj = yield _Call("get", (res, name), {"namespace": namespace})
             if predicate(obj):
-                return obj  # type: ignore[no-any-return]
+                return obj
         except (ApiError, httpx2.TransportError) as err:
             if isinstance(err, ApiError) and not is_not_found(err):
                 raise
@@ -278,11 +289,15 @@ async def delete_with_uid(client: AsyncClient, res: type, name: str, uid: str, *
 EventHandler = Callable[[str, Any, Any], Awaitable[None] | None]
 
 
+def _resource_version(obj: _Resource) -> str | None:
+    return obj.metadata.resourceVersion if obj.metadata is not None else None
+
+
 def _raise(_err: Exception, _count: int) -> OnErrorResult:
     return OnErrorResult(OnErrorAction.RAISE)
 
 
-class Informer(Generic[R]):
+class Informer(Generic[Res]):
     """List+watch one resource type into a cache and call handlers for every change.
 
     After the first list `synced` is set. A dropped watch resumes from the last resourceVersion seen; 410 Gone (or an
@@ -293,7 +308,7 @@ class Informer(Generic[R]):
     def __init__(
         self,
         client: AsyncClient,
-        res: type[R],
+        res: type[Res],
         *,
         namespace: str | None = None,
         fields: dict[str, str] | None = None,
@@ -305,12 +320,12 @@ class Informer(Generic[R]):
         self.client = client
         self.res = res
         self.namespace = namespace
-        self.fields = fields
+        self.fields: FieldSelector | None = dict(fields) if fields is not None else None
         self.labels = labels
         self.resync = resync
         self.watch_timeout = watch_timeout
         self.backoff = backoff
-        self.cache: dict[str, R] = {}
+        self.cache: dict[str, Res] = {}
         self.synced = asyncio.Event()
         self.resource_version: str | None = None
         self._handlers: list[EventHandler] = []
@@ -318,10 +333,10 @@ class Informer(Generic[R]):
     def add_handler(self, handler: EventHandler) -> None:
         self._handlers.append(handler)
 
-    def get(self, key: str) -> R | None:
+    def get(self, key: str) -> Res | None:
         return self.cache.get(key)
 
-    def items(self) -> Iterable[R]:
+    def items(self) -> Iterable[Res]:
         return list(self.cache.values())
 
     async def _emit(self, event: str, obj: Any, old: Any) -> None:
@@ -336,9 +351,14 @@ class Informer(Generic[R]):
     def _ns_kwargs(self) -> dict[str, Any]:
         return {"namespace": self.namespace} if self.namespace is not None else {}
 
+    def _api_res(self) -> type[Any]:
+        """`res` for lightkube's list/watch, whose overloads type a resource class known statically to be global or
+        namespaced; ours is chosen at run time (and gets a namespace only when it has one)."""
+        return cast("type[Any]", self.res)
+
     async def _list(self) -> None:
-        listing = self.client.list(self.res, fields=self.fields, labels=self.labels, **self._ns_kwargs())  # type: ignore[call-overload]
-        fresh: dict[str, R] = {}
+        listing = self.client.list(self._api_res(), fields=self.fields, labels=self.labels, **self._ns_kwargs())
+        fresh: dict[str, Res] = {}
         async for obj in listing:
             fresh[object_key(obj)] = obj
         try:
@@ -350,7 +370,7 @@ class Informer(Generic[R]):
             old = old_cache.get(key)
             if old is None:
                 await self._emit("ADDED", obj, None)
-            elif old.metadata.resourceVersion != obj.metadata.resourceVersion:  # type: ignore[attr-defined]
+            elif _resource_version(old) != _resource_version(obj):
                 await self._emit("MODIFIED", obj, old)
         for key, old in old_cache.items():
             if key not in fresh:
@@ -358,8 +378,8 @@ class Informer(Generic[R]):
         self.synced.set()
 
     async def _watch(self) -> None:
-        stream = self.client.watch(  # type: ignore[call-overload]
-            self.res,
+        stream = self.client.watch(
+            self._api_res(),
             fields=self.fields,
             labels=self.labels,
             resource_version=self.resource_version,

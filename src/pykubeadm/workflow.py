@@ -20,6 +20,9 @@ __all__ = ["Phase", "Runner", "all_phase"]
 
 C = TypeVar("C")
 
+#: A click option decorator (`click.option(...)`); applied to a built `click.Command` it returns that command.
+OptionDecorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
 
 @dataclass(frozen=True)
 class Phase(Generic[C]):
@@ -50,6 +53,16 @@ class Runner(Generic[C]):
     phases: Sequence[Phase[C]]
     build_data: Callable[[], C]
     _data: C | None = field(default=None, init=False)
+
+    @classmethod
+    def without_data(cls, phases: Sequence[Phase[C]]) -> Runner[C]:
+        """A runner for the phase tree alone (help text, `phase_commands`): running a phase on it is an error, as
+        its `invoke` callbacks build a runner with real data from the parsed flags."""
+
+        def no_data() -> C:
+            raise KubeadmError("internal error: this phase runner only describes the phase tree; it has no run data")
+
+        return cls(phases, no_data)
 
     # --- introspection -------------------------------------------------------------------------------------------
     def walk(self) -> Iterator[tuple[str, Phase[C]]]:
@@ -120,7 +133,7 @@ class Runner(Generic[C]):
             # like kubeadm, `phase <parent> all` runs the parent's own step first (e.g. "[certs] Using certificateDir")
             parent = self._phase_at(parent_path) if parent_path else None
             if parent is not None and parent.run is not None:
-                self._call(parent, parent_path)
+                self._call(parent.run, parent_path)
             self._run_tree(
                 [p for p in siblings if not p.run_all_siblings], parent_path + "/" if parent_path else "", []
             )
@@ -131,9 +144,9 @@ class Runner(Generic[C]):
     def _phase_at(self, path: str) -> Phase[C] | None:
         return next((p for p_path, p in self.walk() if p_path == path), None)
 
-    def _call(self, p: Phase[C], path: str) -> None:
+    def _call(self, run: Callable[[C], None], path: str) -> None:
         try:
-            p.run(self.data)  # type: ignore[misc]
+            run(self.data)
         except PhaseError:
             raise
         except KubeadmError as e:
@@ -155,13 +168,13 @@ class Runner(Generic[C]):
             if p.run_if is not None and not p.run_if(self.data):
                 continue
             if p.run is not None:
-                self._call(p, path)
+                self._call(p.run, path)
             self._run_tree(p.children, path + "/", skip)
 
     # --- CLI -----------------------------------------------------------------------------------------------------
     def phase_commands(
         self,
-        options: Callable[[str], Callable[[click.Command], click.Command]],
+        options: Callable[[str], OptionDecorator],
         invoke: Callable[[Runner[C], str, dict[str, Any]], None],
     ) -> click.Group:
         """A click group `phase` with one sub-command per phase. `options(flag)` returns the click option decorator of
@@ -175,18 +188,20 @@ class Runner(Generic[C]):
 
             children = [c for c in p.children]
             help_text = p.long or p.short
+            cmd: click.Command
             if children:
-                cmd: click.Command = click.Group(name=p.name, help=help_text, invoke_without_command=True)
+                group = click.Group(name=p.name, help=help_text, invoke_without_command=True)
 
                 def group_callback(**params: Any) -> None:
                     ctx = click.get_current_context()
                     if ctx.invoked_subcommand is None:
                         invoke(self, path, params)
 
-                cmd.callback = group_callback
+                group.callback = group_callback
                 for child in children:
                     if not child.hidden:
-                        cmd.add_command(make(f"{path}/{child.name}", child))  # type: ignore[attr-defined]
+                        group.add_command(make(f"{path}/{child.name}", child))
+                cmd = group
             else:
                 cmd = click.Command(name=p.name, help=help_text, callback=callback)
             if p.example:
@@ -195,7 +210,9 @@ class Runner(Generic[C]):
             for child in children:  # a parent accepts its children's flags, like kubeadm's "all"
                 flags |= set(child.inherit_flags)
             for flag in sorted(flags):
-                cmd = options(flag)(cmd)
+                decorated = options(flag)(cmd)
+                assert isinstance(decorated, click.Command)  # a click option decorator adds to a command in place
+                cmd = decorated
             return cmd
 
         for p in self.phases:

@@ -97,7 +97,7 @@ class KubeModel(BaseModel):
             return data
         drop = []
         for key, value in data.items():
-            if value is not None:
+            if value is not None or not isinstance(key, str):  # a non-string key names no field
                 continue
             name = _alias_to_name(cls).get(key, key)
             field = cls.model_fields.get(name)

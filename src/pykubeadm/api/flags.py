@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsIndex, SupportsInt
 
 from pykubeadm.api import v1beta4
 from pykubeadm.api._base import parse_duration
@@ -84,7 +84,9 @@ def as_list(value: object) -> list[str]:
         return []
     if isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
-    return [str(v) for v in value]  # type: ignore[union-attr]
+    if not isinstance(value, Iterable):
+        raise TypeError(f"not a list of strings: {value!r}")
+    return [str(v) for v in value]
 
 
 def as_duration(value: object) -> timedelta:
@@ -98,7 +100,9 @@ def as_duration(value: object) -> timedelta:
 
 def as_int(name: str, value: object) -> int:
     try:
-        return int(value)  # type: ignore[call-overload]
+        if not isinstance(value, str | bytes | SupportsInt | SupportsIndex):
+            raise TypeError(f"not a number: {value!r}")
+        return int(value)
     except (TypeError, ValueError):
         raise ValidationError(
             [f'invalid argument "{value}" for "--{name}" flag: strconv.ParseInt: parsing "{value}": invalid syntax']

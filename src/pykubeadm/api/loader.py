@@ -129,13 +129,14 @@ def load_documents(text: str | bytes) -> LoadedDocuments:
             continue
         raise ValidationError([f"unknown configuration {doc.gvk}; {_known_kinds_hint()}"])
     # v1beta3 → v1beta4
-    old_cluster = loaded.old.get("ClusterConfiguration")
-    if isinstance(old_cluster, v1beta3.ClusterConfiguration):
+    old = loaded.old.get("ClusterConfiguration")
+    old_cluster = old if isinstance(old, v1beta3.ClusterConfiguration) else None
+    if old_cluster is not None:
         loaded.kinds["ClusterConfiguration"] = v1beta3.convert_cluster(old_cluster)
     old_init = loaded.old.get("InitConfiguration")
     if isinstance(old_init, v1beta3.InitConfiguration):
-        loaded.kinds["InitConfiguration"] = v1beta3.convert_init(old_init, old_cluster)  # type: ignore[arg-type]
-    elif isinstance(old_cluster, v1beta3.ClusterConfiguration) and old_cluster.api_server.timeout_for_control_plane:
+        loaded.kinds["InitConfiguration"] = v1beta3.convert_init(old_init, old_cluster)
+    elif old_cluster is not None and old_cluster.api_server.timeout_for_control_plane:
         init = loaded.kinds.setdefault("InitConfiguration", v1beta4.InitConfiguration())
         assert isinstance(init, v1beta4.InitConfiguration) and init.timeouts is not None
         init.timeouts.control_plane_component_health_check = old_cluster.api_server.timeout_for_control_plane
@@ -157,7 +158,7 @@ def _ignore_others(loaded: LoadedDocuments, wanted: set[str]) -> None:
         if kind not in wanted:
             log.warning(
                 "[config] WARNING: Ignored YAML document with GroupVersionKind %s",
-                f"{obj.api_version}, Kind={kind}",  # type: ignore[attr-defined]
+                f"{getattr(obj, 'api_version', '')}, Kind={kind}",  # every kind has one; KubeModel does not declare it
             )
 
 
@@ -328,6 +329,13 @@ _UPGRADE_FLAGS = {
     "dry-run": "dry_run",
     "print-config": "print_config",
 }
+#: The UpgradeConfiguration sections with a `kubernetesVersion` field, and those with `patches`.
+_VERSIONED_UPGRADE_SECTIONS = (
+    v1beta4.UpgradeApplyConfiguration,
+    v1beta4.UpgradePlanConfiguration,
+    v1beta4.UpgradeDiffConfiguration,
+)
+_PATCHED_UPGRADE_SECTIONS = (v1beta4.UpgradeApplyConfiguration, v1beta4.UpgradeNodeConfiguration)
 
 
 def load_upgrade_config(
@@ -354,12 +362,12 @@ def load_upgrade_config(
             attr = _UPGRADE_FLAGS.get(name)
             if attr and attr in type(sec).model_fields:
                 setattr(sec, attr, bool(value))
-            elif name == "kubernetes-version" and "kubernetes_version" in type(sec).model_fields:
+            elif name == "kubernetes-version" and isinstance(sec, _VERSIONED_UPGRADE_SECTIONS):
                 sec.kubernetes_version = str(value)
             elif name in ("ignore-preflight-errors", "skip-phases") and hasattr(sec, name.replace("-", "_")):
                 setattr(sec, name.replace("-", "_"), fl.as_list(value))
-            elif name == "patches" and "patches" in type(sec).model_fields:
-                sec.patches = v1beta4.Patches(directory=str(value)) if value else None  # type: ignore[union-attr]
+            elif name == "patches" and isinstance(sec, _PATCHED_UPGRADE_SECTIONS):
+                sec.patches = v1beta4.Patches(directory=str(value)) if value else None
             elif name == "context-lines" and isinstance(sec, v1beta4.UpgradeDiffConfiguration):
                 sec.context_lines = fl.as_int(name, value)
     validation.raise_if(validation.validate_upgrade(up))

@@ -9,7 +9,7 @@ Differences handled by the conversion (as kubeadm's v1beta3 conversion does):
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
@@ -28,7 +28,7 @@ __all__ = [
     "convert_join",
 ]
 
-API_VERSION = c.KUBEADM_OLD_API_VERSION
+API_VERSION: Final = c.KUBEADM_OLD_API_VERSION
 
 
 class ControlPlaneComponent(KubeModel):
@@ -149,7 +149,8 @@ def _body(model: KubeModel, drop: tuple[str, ...] = ()) -> dict[str, Any]:
     return obj
 
 
-def _component(comp: ControlPlaneComponent, target: dict[str, Any]) -> None:
+def _component(comp: ControlPlaneComponent | LocalEtcd, target: dict[str, Any]) -> None:
+    """The v1beta4 `extraArgs` (a list of name/value) of a component's v1beta3 map."""
     target.pop("extraArgs", None)
     if comp.extra_args:
         target["extraArgs"] = _args(comp.extra_args)
@@ -173,7 +174,7 @@ def convert_cluster(old: ClusterConfiguration) -> v1beta4.ClusterConfiguration:
     for name, comp in (("controllerManager", old.controller_manager), ("scheduler", old.scheduler)):
         _component(comp, body.setdefault(name, {}))
     if old.etcd.local is not None:
-        _component(old.etcd.local, body["etcd"]["local"])  # type: ignore[arg-type]
+        _component(old.etcd.local, body["etcd"]["local"])
     if old.feature_gates.get("PublicKeysECDSA"):
         # v1beta3 selected ECDSA keys with this (deprecated) gate; v1beta4 has encryptionAlgorithm
         body["encryptionAlgorithm"] = "ECDSA-P256"

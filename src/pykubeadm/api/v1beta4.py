@@ -10,7 +10,7 @@ Output: `obj.to_obj()` gives the dict kubeadm would marshal; `pykubeadm.api.yaml
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from pydantic import Field, model_validator
 
@@ -52,7 +52,7 @@ __all__ = [
     "UpgradePlanConfiguration",
 ]
 
-API_VERSION = c.KUBEADM_API_VERSION
+API_VERSION: Final = c.KUBEADM_API_VERSION
 
 DEFAULT_TOKEN_USAGES: tuple[str, ...] = ("signing", "authentication")
 DEFAULT_TOKEN_GROUPS: tuple[str, ...] = (c.NODE_BOOTSTRAP_TOKEN_AUTH_GROUP,)

@@ -163,7 +163,7 @@ class _GoDumper(
         yaml.representer.SafeRepresenter.__init__(
             self,
             default_style=kwargs.get("default_style"),
-            default_flow_style=kwargs.get("default_flow_style"),
+            default_flow_style=kwargs.get("default_flow_style", False),
             sort_keys=kwargs.get("sort_keys", True),
         )
         yaml.resolver.Resolver.__init__(self)

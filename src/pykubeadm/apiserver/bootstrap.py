@@ -170,7 +170,7 @@ async def namespace_controller(state: ApiState, interval: float = 1.0) -> None:
                     await _finalize_namespace(state, ns)
             start = int(page.resource_version) + 1
             # Wake on the next namespace change, or after `interval` to retry leftovers.
-            it = store.watch(None, start, LabelSelector(), FieldSelector()).__aiter__()
+            it = store.watch(None, start, LabelSelector(), FieldSelector())
             try:
                 with contextlib.suppress(TimeoutError, StopAsyncIteration):
                     await asyncio.wait_for(it.__anext__(), timeout=interval if _any_terminating(page.items) else 30)

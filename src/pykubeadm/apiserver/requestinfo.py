@@ -5,6 +5,7 @@ Used by the request-info middleware; authorization attributes and routing are de
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -33,7 +34,7 @@ def _truthy(v: str | None) -> bool:
     return (v or "").lower() in ("true", "1")
 
 
-def parse_request_info(method: str, path: str, query: dict[str, str]) -> RequestInfo:
+def parse_request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInfo:
     http_verb = method.lower()
     segs = [unquote(s) for s in path.strip("/").split("/")] if path.strip("/") else []
     if not segs or segs[0] not in ("api", "apis"):

@@ -157,11 +157,8 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
         )
         await site.start()
         state.ready = True
-        addr = (
-            site._server.sockets[0].getsockname()
-            if site._server and site._server.sockets
-            else (host, options.secure_port)
-        )
+        bound = runner.addresses  # the socket names of the listening sockets (the bound port when it was 0)
+        addr = bound[0] if bound else (host, options.secure_port)
         print(f"Serving securely on {addr[0]}:{addr[1]}", file=sys.stderr, flush=True)
         if started is not None:
             started.set()

@@ -11,13 +11,13 @@ import importlib
 import logging
 from typing import Any
 
-from pykubeadm.apiserver.authn.user import UserInfo
-from pykubeadm.apiserver.authz.attributes import Attributes, Decision
+from pykubeadm.apiserver.authn.user import Authenticator, UserInfo
+from pykubeadm.apiserver.authz.attributes import Attributes, Authorizer, Decision
 from pykubeadm.apiserver.objects import ObjectSource
 from pykubeadm.apiserver.options import ServerOptions
 from pykubeadm.apiserver.registry import Store
 from pykubeadm.apiserver.requestinfo import RequestInfo
-from pykubeadm.apiserver.state import ApiState
+from pykubeadm.apiserver.state import AdmissionFn, ApiState
 from pykubeadm.errors import ValidationError
 
 Obj = dict[str, Any]
@@ -28,7 +28,7 @@ PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version")
 DISCOVERY_PREFIXES = ("/api", "/apis", "/openapi")
 
 
-def _fallback_authenticator(options: ServerOptions):
+def _fallback_authenticator(options: ServerOptions) -> Authenticator:
     from pykubeadm.apiserver.authn.union import request_authenticator
     from pykubeadm.apiserver.authn.x509 import X509Authenticator
 
@@ -36,7 +36,7 @@ def _fallback_authenticator(options: ServerOptions):
     return request_authenticator(x509=x509, anonymous_auth=False)
 
 
-def _fallback_authorizer(options: ServerOptions):
+def _fallback_authorizer(options: ServerOptions) -> Authorizer:
     allow_all = "AlwaysAllow" in options.authorization_mode
 
     async def authorize(attrs: Attributes) -> tuple[Decision, str]:
@@ -59,7 +59,7 @@ def _fallback_authorizer(options: ServerOptions):
     return authorize
 
 
-def admission_adapter(chain: Any):
+def admission_adapter(chain: Any) -> AdmissionFn:
     """Adapt the auth package's AdmissionChain to the store's admission callback."""
     from pykubeadm.apiserver.admission.interfaces import AdmissionAttributes, Operation
 

@@ -96,7 +96,7 @@ _HELP_HEAD = "Run this command in order to set up the Kubernetes control plane"
 
 @cache
 def _phase_commands() -> click.Group:
-    return Runner(_init_phases(), lambda: None).phase_commands(option, _invoke_phase)
+    return Runner.without_data(_init_phases()).phase_commands(option, _invoke_phase)
 
 
 class _InitGroup(click.Group):
@@ -109,7 +109,7 @@ class _InitGroup(click.Group):
         return _phase_commands() if cmd_name == "phase" else None
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        Runner(_init_phases(), lambda: None).write_help(formatter, _HELP_HEAD, "init")
+        Runner.without_data(_init_phases()).write_help(formatter, _HELP_HEAD, "init")
 
 
 @click.group(cls=_InitGroup, name="init", invoke_without_command=True, help=_HELP_HEAD)

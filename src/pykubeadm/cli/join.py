@@ -105,7 +105,7 @@ def _join_phases() -> list[Any]:
 
 @cache
 def _phase_commands() -> click.Group:
-    return Runner(_join_phases(), lambda: None).phase_commands(join_option, _invoke_phase)
+    return Runner.without_data(_join_phases()).phase_commands(join_option, _invoke_phase)
 
 
 class _JoinCommand(click.Command):
@@ -128,7 +128,7 @@ class _JoinCommand(click.Command):
         return super().invoke(ctx)
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        Runner(_join_phases(), lambda: None).write_help(
+        Runner.without_data(_join_phases()).write_help(
             formatter, "Run this on any machine you wish to join an existing cluster", "join [api-server-endpoint]"
         )
         formatter.write_paragraph()

@@ -98,7 +98,7 @@ _HELP_HEAD = "Performs a best effort revert of changes made to this host by 'kub
 
 class _ResetGroup(click.Group):
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        Runner(reset_phases(), lambda: None).write_help(formatter, _HELP_HEAD, "reset")
+        Runner.without_data(reset_phases()).write_help(formatter, _HELP_HEAD, "reset")
 
 
 def _reset_options(f: Any) -> Any:
@@ -120,4 +120,4 @@ def command(ctx: click.Context, **params: Any) -> None:
     click.echo(CLEANUP_INSTRUCTIONS, nl=False)
 
 
-command.add_command(Runner(reset_phases(), lambda: None).phase_commands(reset_option, _invoke_phase))
+command.add_command(Runner.without_data(reset_phases()).phase_commands(reset_option, _invoke_phase))

@@ -271,7 +271,7 @@ class _ApplyGroup(click.Group):
         return rest
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        Runner(apply_phases(), lambda: None).write_help(formatter, _APPLY_HELP, "upgrade apply")
+        Runner.without_data(apply_phases()).write_help(formatter, _APPLY_HELP, "upgrade apply")
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write_usage(ctx.command_path, "[version] [flags] | phase <name> [flags]")
@@ -279,7 +279,7 @@ class _ApplyGroup(click.Group):
 
 class _NodeGroup(click.Group):
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        Runner(node_phases(), lambda: None).write_help(formatter, _NODE_HELP, "upgrade node")
+        Runner.without_data(node_phases()).write_help(formatter, _NODE_HELP, "upgrade node")
 
 
 @click.group(name="upgrade", help="Upgrade your cluster smoothly to a newer version with this command")
@@ -311,7 +311,7 @@ def _invoke_apply_phase(runner: Runner[UpgradeData], path: str, params: dict[str
     Runner(runner.phases, lambda: _build_data("apply", _state(), flags, None, phase=True)).run_phase(path)
 
 
-apply_cmd.add_command(Runner(apply_phases(), lambda: None).phase_commands(upgrade_option, _invoke_apply_phase))
+apply_cmd.add_command(Runner.without_data(apply_phases()).phase_commands(upgrade_option, _invoke_apply_phase))
 
 
 def _invoke_node_phase(runner: Runner[UpgradeData], path: str, params: dict[str, Any]) -> None:
@@ -331,7 +331,7 @@ def node_cmd(ctx: click.Context, **params: Any) -> None:
     runner.run(skip)
 
 
-node_cmd.add_command(Runner(node_phases(), lambda: None).phase_commands(upgrade_option, _invoke_node_phase))
+node_cmd.add_command(Runner.without_data(node_phases()).phase_commands(upgrade_option, _invoke_node_phase))
 
 
 # --- plan ---------------------------------------------------------------------------------------------------------------

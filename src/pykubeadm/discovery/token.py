@@ -96,7 +96,7 @@ def _get(client: httpx.Client, url: str) -> dict[str, Any]:
         raise _Retry(f"the cluster-info ConfigMap was not found at {url}")
     if r.status_code != 200:
         raise _Retry(f"failed to request cluster-info from {url}: HTTP {r.status_code}")
-    return r.json()  # type: ignore[no-any-return]
+    return r.json()
 
 
 class _Unsigned(_Retry):
@@ -143,7 +143,7 @@ def _first_cluster(kubeconfig: str) -> tuple[str, bytes]:
 
 def _check_pins(ca_pem: bytes, pins: set[str]) -> None:
     certs = parse_certs_pem(ca_pem, "cluster-info")
-    found = [public_key_pin(cert.public_key()) for cert in certs]  # type: ignore[arg-type]
+    found = [public_key_pin(cert.public_key()) for cert in certs]
     if not any(h in pins for h in found):
         raise DiscoveryError(
             f"cluster CA found in cluster-info ConfigMap is invalid: none of the public keys "

@@ -6,6 +6,7 @@ kubeadm retries API calls every 500 ms up to `timeouts.kubernetesAPICall` (1 m);
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -79,5 +80,5 @@ def apply_objects(client: Client, objs: Iterable[Obj], *, retain: bool = False) 
 
             out.append(retry_api_call(create, what))
         else:
-            out.append(retry_api_call(lambda res=res: create_or_update_sync(client, res), what))
+            out.append(retry_api_call(functools.partial(create_or_update_sync, client, res), what))
     return out

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pykubeadm import constants as c
 from pykubeadm.bootstrap import secret as bts
 from pykubeadm.bootstrap.token import parse_token
-from pykubeadm.kubeconfig.config import dump_kubeconfig
+from pykubeadm.kubeconfig.config import Kubeconfig, dump_kubeconfig
 from pykubeadm.phases import objects as o
 from pykubeadm.phases.objects import Obj
 
@@ -94,7 +94,7 @@ def bootstrap_rbac() -> list[Obj]:
 
 def cluster_info_kubeconfig(server: str, ca_pem: bytes) -> str:
     """The `kubeconfig` key of cluster-info: one nameless cluster, CA embedded, no users or contexts (§7.3)."""
-    doc = {
+    doc: Kubeconfig = {
         "apiVersion": "v1",
         "clusters": [
             {

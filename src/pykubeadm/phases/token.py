@@ -220,6 +220,8 @@ def create_token(client: Any, bt: BootstrapToken, out: Callable[[str], None], *,
     from pykubeadm.phases.apply import retry_api_call
     from pykubeadm.phases.bootstraptoken import bootstrap_token_secret
 
+    if not bt.token:
+        raise KubeadmError("the bootstrap token to create has no token value (<id>.<secret>)")
     tid = bt.token.split(".", 1)[0]
     name = secret_name(tid)
     exists_error = KubeadmError(f'a token with id "{tid}" already exists')

@@ -52,7 +52,12 @@ def _probe_url(manifest: Path, default_path: str) -> str:
     get = probe.get("httpGet") or {}
     host = get.get("host") or "127.0.0.1"
     scheme = (get.get("scheme") or "HTTPS").lower()
-    return f"{scheme}://{join_host_port(host, get.get('port'))}{default_path}"
+    port = get.get("port")
+    if port is None:  # an httpGet probe must name its port (the API rejects one without)
+        raise KubeadmError(
+            f"static Pod manifest {manifest}: the container's startup/liveness probe has no httpGet port"
+        )
+    return f"{scheme}://{join_host_port(host, port)}{default_path}"
 
 
 def kubelet_healthz_url(config_file: Path, fallback: dict | None = None) -> str:

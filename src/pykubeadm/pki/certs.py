@@ -265,11 +265,13 @@ def san_dns_names(cert: x509.Certificate) -> list[str]:
 
 def san_ips(cert: x509.Certificate) -> list[IPAddress]:
     try:
-        return cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
+        values = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
             x509.IPAddress
         )
     except x509.ExtensionNotFound:
         return []
+    # an iPAddress SAN is one address; only name constraints carry networks
+    return [v for v in values if isinstance(v, ipaddress.IPv4Address | ipaddress.IPv6Address)]
 
 
 def ext_key_usages(cert: x509.Certificate) -> list[x509.ObjectIdentifier]:

@@ -11,6 +11,7 @@ from typing import TypeAlias
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric.types import CertificatePublicKeyTypes
 
 from pykubeadm import constants as c
 from pykubeadm.errors import CertError
@@ -55,7 +56,7 @@ def key_algorithm_name(key: PrivateKey | PublicKey) -> str:
     return {"secp256r1": "ECDSA-P256", "secp384r1": "ECDSA-P384"}.get(key.curve.name, f"ECDSA-{key.curve.name}")
 
 
-def signature_hash(key: PrivateKey) -> hashes.HashAlgorithm:
+def signature_hash(key: PrivateKey) -> hashes.SHA256 | hashes.SHA384 | hashes.SHA512:
     """The hash Go's x509 picks for a signing key: SHA-256, except SHA-384 for P-384 (and SHA-512 for P-521)."""
     if isinstance(key, ec.EllipticCurvePrivateKey):
         if key.curve.key_size >= 521:
@@ -101,7 +102,7 @@ def parse_public_key_pem(data: bytes, source: str = "data") -> PublicKey:
     return key
 
 
-def public_key_pin(public_key: PublicKey) -> str:
+def public_key_pin(public_key: CertificatePublicKeyTypes) -> str:
     """`sha256:<hex>` over the DER SubjectPublicKeyInfo: the --discovery-token-ca-cert-hash of a CA (pubkeypin.Hash)."""
     der = public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     return "sha256:" + hashlib.sha256(der).hexdigest()

@@ -10,7 +10,7 @@ from pykubeadm.preflight.nodechecks import (
     join_node_checks,
     root_check,
 )
-from pykubeadm.preflight.runner import ignore_set, run_checks
+from pykubeadm.preflight.runner import ignore_set, run_checks, state_writer
 
 __all__ = [
     "Checker",
@@ -24,4 +24,5 @@ __all__ = [
     "join_node_checks",
     "root_check",
     "run_checks",
+    "state_writer",
 ]

@@ -86,7 +86,7 @@ class RealHost:
             infos = socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
         except (OSError, UnicodeError) as e:
             return [], f"lookup {name}: {getattr(e, 'strerror', None) or e}"
-        return sorted({i[4][0] for i in infos}), None
+        return sorted({str(i[4][0]) for i in infos}), None  # the address of an AF_INET(6) sockaddr
 
     def environ(self) -> Mapping[str, str]:
         return os.environ

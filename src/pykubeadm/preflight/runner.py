@@ -5,12 +5,13 @@ remaining errors become one PreflightError (exit code 2) listing `\t[ERROR Name]
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from pykubeadm.errors import PreflightError, ValidationError
 from pykubeadm.preflight.checks import Checker
 
-__all__ = ["ignore_set", "run_checks"]
+__all__ = ["ignore_set", "run_checks", "state_writer"]
 
 Writer = Callable[[str], None]
 
@@ -18,6 +19,13 @@ Writer = Callable[[str], None]
 def _stderr(line: str) -> None:
     sys.stderr.write(line)
     sys.stderr.flush()
+
+
+def state_writer(state: Mapping[str, Any]) -> Writer:
+    """Where a workflow's preflight warnings go: stderr, as kubeadm prints them, unless the run data's
+    `state["preflight_writer"]` holds another writer (tests put a list's append there)."""
+    w = state.get("preflight_writer")
+    return w if callable(w) else _stderr
 
 
 def ignore_set(*sources: Iterable[str]) -> frozenset[str]:

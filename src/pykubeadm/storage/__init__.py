@@ -89,7 +89,7 @@ async def open_store(
     if scheme == "memory":
         from pykubeadm.storage.memory import MemoryStore
 
-        return MemoryStore()  # type: ignore[return-value]
+        return MemoryStore()
     raise StoreUnavailableError(
         f"unsupported storage URL {url!r}: use sqlite:///abs/path/state.db or http(s)://host:port[,http(s)://…] (etcd)"
     )

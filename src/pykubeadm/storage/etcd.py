@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -335,7 +335,7 @@ class EtcdStore:
 
     # -- watch -----------------------------------------------------------------------------------------------
 
-    def watch(self, prefix: str, start_revision: int) -> AsyncIterator[Event]:
+    def watch(self, prefix: str, start_revision: int) -> AsyncGenerator[Event, None]:
         return self._watch(prefix, start_revision)
 
     @staticmethod
@@ -349,7 +349,7 @@ class EtcdStore:
             return Event("ADDED", kv)
         return Event("MODIFIED", kv, prev)
 
-    async def _watch(self, prefix: str, start_revision: int) -> AsyncIterator[Event]:
+    async def _watch(self, prefix: str, start_revision: int) -> AsyncGenerator[Event, None]:
         key = prefix.encode()
         create = dict(key=key, range_end=prefix_end_bytes(key), prev_kv=True)
         nxt = start_revision if start_revision > 0 else await self.current_revision() + 1

@@ -17,7 +17,7 @@ opaque bytes (the objects' JSON), revisions are the store's global, strictly inc
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -141,7 +141,7 @@ class Store(Protocol):
         `mod_revision` = the revision of the deletion (the same record as the DELETED event's `kv`)."""
         ...
 
-    def watch(self, prefix: str, start_revision: int) -> AsyncIterator[Event]:
+    def watch(self, prefix: str, start_revision: int) -> AsyncGenerator[Event, None]:
         """Every change under `prefix` with revision >= `start_revision`, in revision order, without gaps or
         duplicates; raises CompactedError (at first iteration) when start_revision is compacted. 0 = changes after
         the current revision *when iteration starts* (the iterator is lazy: pass an explicit revision, e.g. a list's

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from pykubeadm.storage.interface import (
     CompactedError,
@@ -112,10 +112,10 @@ class MemoryStore:
         await self._append(Event("DELETED", kv, cur))
         return cur
 
-    def watch(self, prefix: str, start_revision: int) -> AsyncIterator[Event]:
+    def watch(self, prefix: str, start_revision: int) -> AsyncGenerator[Event, None]:
         return self._watch(prefix, start_revision)
 
-    async def _watch(self, prefix: str, start_revision: int) -> AsyncIterator[Event]:
+    async def _watch(self, prefix: str, start_revision: int) -> AsyncGenerator[Event, None]:
         if start_revision and start_revision < self._compacted:
             raise CompactedError(start_revision, self._compacted)
         next_rev = start_revision or self._rev + 1
@@ -127,8 +127,12 @@ class MemoryStore:
                 next_rev = ev.revision + 1
                 if ev.kv.key.startswith(prefix):
                     yield ev
+
+            def reached(rev: int = next_rev) -> bool:
+                return self._rev >= rev
+
             async with self._cond:
-                await self._cond.wait_for(lambda rev=next_rev: self._rev >= rev)
+                await self._cond.wait_for(reached)
 
     async def compact(self, revision: int) -> None:
         if revision <= self._compacted:

@@ -23,11 +23,12 @@ URL options: `sqlite:///abs/path/state.db?sync=full|normal&compact_interval=300&
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import logging
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -151,8 +152,8 @@ class SqliteStore:
                 raise StoreError(f"SQLite datastore {self.path}: {e}") from e
             raise StoreUnavailableError(f"SQLite datastore {self.path}: {e}") from e
 
-    def _read(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-        return self._in(self._readers, lambda c: fn(c, *args))  # type: ignore[return-value]
+    def _read(self, fn: Callable[..., T], *args: Any) -> Coroutine[Any, Any, T]:
+        return self._in(self._readers, lambda c: fn(c, *args))
 
     # -- writes: group commit --------------------------------------------------------------------------------
 
@@ -253,7 +254,7 @@ class SqliteStore:
 
     # -- watch -----------------------------------------------------------------------------------------------
 
-    def _dispatch(self, rows: list[Row]) -> None:
+    def _dispatch(self, rows: builtins.list[Row]) -> None:
         """Fan rows out to the watchers, in order, each row once (both the writer's fast path and the tail task
         call this; rows at or below `_last` were already sent)."""
         for row in rows:
@@ -298,10 +299,10 @@ class SqliteStore:
             self._wake.set()
             await asyncio.sleep(0.005)
 
-    def watch(self, prefix: str, start_revision: int) -> AsyncIterator[Event]:
+    def watch(self, prefix: str, start_revision: int) -> AsyncGenerator[Event, None]:
         return self._watch(prefix, start_revision)
 
-    async def _watch(self, prefix: str, start_revision: int) -> AsyncIterator[Event]:
+    async def _watch(self, prefix: str, start_revision: int) -> AsyncGenerator[Event, None]:
         if start_revision <= 0:
             start_revision = await self.current_revision() + 1
         else:

@@ -16,6 +16,7 @@ file is refused) and the compacted revision.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import sqlite3
@@ -322,12 +323,13 @@ class SqliteLog:
 
     def tail(
         self, conn: sqlite3.Connection, after: int, upto: int | None, prefix: str | None, limit: int
-    ) -> tuple[list[Row], int, int]:
+    ) -> tuple[builtins.list[Row], int, int]:
         """Rows with after < id [<= upto] [under prefix] in id order, plus (current, compacted) of the snapshot."""
         conn.execute("BEGIN")
         try:
             current, compacted = self._seq(conn), self._compacted(conn)
-            sql, params = f"SELECT {_COLS} FROM kine WHERE id > ?", [after]  # noqa: S608
+            sql = f"SELECT {_COLS} FROM kine WHERE id > ?"  # noqa: S608
+            params: list[object] = [after]
             if upto is not None:
                 sql += " AND id <= ?"
                 params.append(upto)

@@ -147,7 +147,9 @@ class EtcdMember:
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def configure(self, initial_cluster: str, token: str, heartbeat_ms: int, election_ms: int, extra: Sequence[str]):
+    def configure(
+        self, initial_cluster: str, token: str, heartbeat_ms: int, election_ms: int, extra: Sequence[str]
+    ) -> None:
         args = [
             self.binary,
             f"--name={self.name}",

@@ -88,6 +88,7 @@ async def switch_protocols(
         writer.send_headers()  # aiohttp holds headers back until a body write; there will be none
         await writer.drain()
     conn = RawConnection(request)
+    # aiohttp annotates the parser as its WebSocketReader, yet only calls feed_data/feed_eof (which _Feeder has)
     request.protocol.set_parser(_Feeder(conn))  # type: ignore[arg-type]
     return resp, conn
 

@@ -23,7 +23,7 @@ def dumps(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def loads(data: bytes | str) -> Any:
+def loads(data: bytes | bytearray | str) -> Any:
     """Parse JSON; ValueError (json.JSONDecodeError) on bad input, like `json.loads`."""
     try:
         return orjson.loads(data)

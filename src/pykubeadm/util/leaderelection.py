@@ -211,12 +211,16 @@ class LeaderElector:
     async def run(self, lead: Callable[[], Awaitable[Any]]) -> None:
         """Acquire, run `lead()` while renewing; returns (after cancelling `lead`) when leadership is lost."""
         await self.acquire()
-        task = asyncio.create_task(lead(), name="leading")
+
+        async def leading() -> Any:  # create_task wants a coroutine; `lead()` may be any awaitable
+            return await lead()
+
+        task = asyncio.create_task(leading(), name="leading")
         renewer = asyncio.create_task(self.renew(), name="renew")
         try:
             done, _ = await asyncio.wait({task, renewer}, return_when=asyncio.FIRST_COMPLETED)
-            if task in done and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+            if task in done and (error := task.exception()) is not None:
+                raise error
         finally:
             for t in (task, renewer):
                 t.cancel()
@@ -323,7 +327,7 @@ class FakeLock:
         if entry is None:
             return None
         self._version = entry[0]
-        return entry[1]  # type: ignore[no-any-return]
+        return entry[1]
 
     async def create(self, record: LeaderElectionRecord) -> None:
         self._check()

@@ -115,3 +115,20 @@ def test_phase_commands_expose_inherited_flags_only() -> None:
     assert log == ["certs/ca", "certs/apiserver"]
     res = cli.invoke(group, ["preflight", "--cert-dir", "/x"])
     assert res.exit_code != 0 and "No such option" in res.output
+
+
+def test_runner_without_data_builds_commands_and_refuses_to_run() -> None:
+    # the CLIs build `phase` sub-commands and help from a data-less runner; `invoke` brings a runner with real data
+    log: list[str] = []
+    described: Runner[list[str]] = Runner.without_data(_tree(log))
+    assert "certs" in described.help_block()
+
+    def invoke(r: Runner[list[str]], path: str, params: dict) -> None:
+        Runner(r.phases, list).run_phase(path)
+
+    res = CliRunner().invoke(described.phase_commands(lambda flag: click.option(f"--{flag}"), invoke), ["preflight"])
+    assert res.exit_code == 0, res.output
+    assert log == ["preflight"]
+    with pytest.raises(KubeadmError, match="no run data"):
+        described.run_phase("preflight")
+    assert log == ["preflight"]

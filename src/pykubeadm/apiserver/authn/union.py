@@ -7,8 +7,8 @@ invalid credential therefore gives AuthenticationError (401), never anonymous ac
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, TypeVar
 
 from pykubeadm import constants
 from pykubeadm.apiserver.authn.user import (
@@ -47,7 +47,7 @@ def bearer_token(req: AuthRequest) -> str | None:
 
 def _first_user(
     authenticators: Sequence[Callable[[A], Awaitable[UserInfo | None]]],
-) -> Callable[[A], Awaitable[UserInfo | None]]:
+) -> Callable[[A], Coroutine[Any, Any, UserInfo | None]]:
     """Try `authenticators` in order on the same input; the first user wins. Errors are kept and raised (aggregated)
     only when nobody accepted; None when nobody recognised the credentials at all."""
 

@@ -32,13 +32,13 @@ class AuthRequest:
 
 
 class Authenticator(Protocol):
-    async def __call__(self, req: AuthRequest) -> UserInfo | None:
+    async def __call__(self, req: AuthRequest, /) -> UserInfo | None:
         """The user, or None when this authenticator has no opinion; raises AuthenticationError for bad credentials."""
         ...
 
 
 class TokenAuthenticator(Protocol):
-    async def __call__(self, token: str) -> UserInfo | None:
+    async def __call__(self, token: str, /) -> UserInfo | None:
         """The user a bearer token stands for, or None when this authenticator does not know the token."""
         ...
 

@@ -160,18 +160,18 @@ class CustomResourceStrategy(Strategy):
         spec = crd.get("spec") or {}
         names = spec.get("names") or {}
         self.crd_name = crd["metadata"]["name"]
-        self.kind = names["kind"]  # type: ignore[misc]
-        self.plural = names["plural"]  # type: ignore[misc]
+        self.kind = names["kind"]
+        self.plural = names["plural"]
         self.singular_name = names.get("singular") or self.kind.lower()
-        self.group = spec["group"]  # type: ignore[misc]
-        self.version = version["name"]  # type: ignore[misc]
-        self.namespaced = spec.get("scope") == "Namespaced"  # type: ignore[misc]
-        self.short_names = tuple(names.get("shortNames") or ())  # type: ignore[misc]
-        self.categories = tuple(names.get("categories") or ())  # type: ignore[misc]
+        self.group = spec["group"]
+        self.version = version["name"]
+        self.namespaced = spec.get("scope") == "Namespaced"
+        self.short_names = tuple(names.get("shortNames") or ())
+        self.categories = tuple(names.get("categories") or ())
         subs = version.get("subresources") or {}
         self.scale_paths: Obj | None = subs.get("scale") if isinstance(subs.get("scale"), dict) else None
-        self.subresources = tuple(s for s in ("scale", "status") if s in subs)  # type: ignore[misc]
-        self.storage_prefix = f"{self.group}/{self.plural}"  # type: ignore[misc]
+        self.subresources = tuple(s for s in ("scale", "status") if s in subs)
+        self.storage_prefix = f"{self.group}/{self.plural}"
         self.schema: Obj = copy.deepcopy((version.get("schema") or {}).get("openAPIV3Schema") or {"type": "object"})
         self.columns: list[Obj] = list(version.get("additionalPrinterColumns") or [])
         self.schema_revision = crd["metadata"].get("resourceVersion", "")

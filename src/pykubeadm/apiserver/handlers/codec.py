@@ -5,7 +5,7 @@ validation (unknown and duplicate fields), query parameters, the Table response 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 
@@ -42,7 +42,7 @@ def _go_order(obj: dict[str, Any]) -> dict[str, Any]:
     """Go struct order for an object's top level: kind, apiVersion, metadata first, status last."""
     if next(iter(obj), None) == "kind" and ("status" not in obj or next(reversed(obj)) == "status"):
         return obj
-    out = {k: obj[k] for k in ("kind", "apiVersion", "metadata") if k in obj}
+    out: dict[str, Any] = {k: obj[k] for k in ("kind", "apiVersion", "metadata") if k in obj}
     out.update((k, v) for k, v in obj.items() if k not in out and k != "status")
     if "status" in obj:
         out["status"] = obj["status"]
@@ -166,7 +166,8 @@ def _json_type(value: Any) -> str:
         return "bool"
     if isinstance(value, int | float):
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), "value")
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), "value")
 
 
 def drop_nulls(obj: Any) -> Any:
@@ -245,8 +246,10 @@ def field_validation(request: web.Request, strategy: Strategy, obj: Obj) -> list
 
 _HEADER_CONTROLS = {i: " " for i in (*range(0x20), 0x7F)}
 
+_Resp = TypeVar("_Resp", bound=web.StreamResponse)
 
-def add_warnings(resp: web.StreamResponse, warnings: list[str]) -> web.StreamResponse:
+
+def add_warnings(resp: _Resp, warnings: list[str]) -> _Resp:
     """`Warning: 299 - "<text>"` headers; control characters (a field name from the body may carry them) become
     spaces, as Go's header writer turns CR and LF into spaces."""
     for w in warnings:

@@ -132,17 +132,17 @@ async def _non_resource(request: web.Request) -> web.StreamResponse:
             return json_response(discovery.api_versions(request.host))
         return json_response(agg_discovery.extend_api_groups(discovery.api_groups(_custom(state)), state.aggregator))
     if parts[0] == "api" and len(parts) == 2:
-        doc = discovery.api_resource_list("", parts[1], _custom(state))
-        if doc is not None:
-            return json_response(doc)
+        core_resources = discovery.api_resource_list("", parts[1], _custom(state))
+        if core_resources is not None:
+            return json_response(core_resources)
     if parts[0] == "apis" and len(parts) == 2:
-        doc = discovery.api_group(parts[1], _custom(state))
-        if doc is not None:
-            return json_response(doc)
+        group = discovery.api_group(parts[1], _custom(state))
+        if group is not None:
+            return json_response(group)
     if parts[0] == "apis" and len(parts) == 3:
-        doc = discovery.api_resource_list(parts[1], parts[2], _custom(state))
-        if doc is not None:
-            return json_response(doc)
+        resources = discovery.api_resource_list(parts[1], parts[2], _custom(state))
+        if resources is not None:
+            return json_response(resources)
     if parts[0] == "openapi":
         from pykubeadm.apiserver.openapi.handler import serve_openapi
 

@@ -70,7 +70,8 @@ async def patch(request: web.Request, store: Store) -> web.Response:
 
     def transform(old: dict[str, Any] | None) -> dict[str, Any]:
         base = old if old is not None else {}
-        meta = base.get("metadata") if isinstance(base.get("metadata"), dict) else {}
+        base_meta = base.get("metadata")
+        meta: dict[str, Any] = base_meta if isinstance(base_meta, dict) else {}
         stored_rv = meta.get("resourceVersion")
         if mt != JSON_PATCH:
             # The stored resourceVersion is a precondition only when the patch itself sets one.

@@ -8,7 +8,7 @@ from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.handlers.codec import json_response, query_int, to_table, wants_table
 from pykubeadm.apiserver.handlers.context import info_of
 from pykubeadm.apiserver.registry import Store
-from pykubeadm.apiserver.selectors import parse_field_selector, parse_label_selector
+from pykubeadm.apiserver.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
 
 __all__ = ["get", "list_", "selectors"]
 
@@ -25,7 +25,7 @@ async def get(request: web.Request, store: Store) -> web.Response:
     return json_response(obj)
 
 
-def selectors(request: web.Request, store: Store):
+def selectors(request: web.Request, store: Store) -> tuple[LabelSelector, FieldSelector]:
     labels = parse_label_selector(request.query.get("labelSelector"))
     fields = parse_field_selector(request.query.get("fieldSelector"), store.strategy.supports_field)
     return labels, fields

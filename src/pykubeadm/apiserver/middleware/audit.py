@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
 from pykubeadm.apiserver.flowcontrol import audit_id
 from pykubeadm.apiserver.handlers.context import IMPERSONATOR_KEY, INFO_KEY, USER_KEY
@@ -75,9 +76,9 @@ def audit_failed_authentication(
         log.exception("audit sink failed")
 
 
-def audit_middleware(sink: Callable[[dict[str, Any]], None] | None):
+def audit_middleware(sink: Callable[[dict[str, Any]], None] | None) -> Middleware:
     @web.middleware
-    async def audit(request: web.Request, handler):
+    async def audit(request: web.Request, handler: Handler) -> web.StreamResponse:
         if sink is None:
             return await handler(request)
         start = time.monotonic()

@@ -14,10 +14,12 @@ from functools import lru_cache
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 from cryptography import x509
 
 from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.authn.user import AuthenticationError, AuthRequest, UserInfo
+from pykubeadm.apiserver.authn.x509 import CACHE_SIZE
 from pykubeadm.apiserver.handlers.context import USER_KEY
 from pykubeadm.apiserver.middleware.audit import audit_failed_authentication
 from pykubeadm.apiserver.state import STATE
@@ -31,7 +33,7 @@ UNAUTHORIZED = st.ApiError(401, "Unauthorized", "Unauthorized")
 log = logging.getLogger("pykubeadm.apiserver")
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=CACHE_SIZE)
 def _load_cert(der: bytes) -> x509.Certificate:
     return x509.load_der_x509_certificate(der)
 
@@ -59,13 +61,13 @@ def _cert_only(request: web.Request) -> bool:
     return not any(k.lower().startswith(_CREDENTIAL_HEADER_PREFIXES) for k in request.headers)
 
 
-def authentication_middleware(audit_sink: Callable[[dict[str, Any]], None] | None = None):
+def authentication_middleware(audit_sink: Callable[[dict[str, Any]], None] | None = None) -> Middleware:
     # Verifying a client chain costs ~70 µs per authenticator; a client reuses its certificate on every request of a
     # keep-alive connection, so the outcome for "certificate only" requests is cached briefly per certificate.
     cache: dict[bytes, tuple[float, UserInfo | None]] = {}
 
     @web.middleware
-    async def authentication(request: web.Request, handler):
+    async def authentication(request: web.Request, handler: Handler) -> web.StreamResponse:
         state = request.app[STATE]
         leaf = _der(request)
         key = leaf if leaf and _cert_only(request) else None
@@ -83,8 +85,11 @@ def authentication_middleware(audit_sink: Callable[[dict[str, Any]], None] | Non
                 audit_failed_authentication(audit_sink, request, bool(chain))
                 raise UNAUTHORIZED from None
             if key is not None:
-                if len(cache) > 4096:
-                    cache.clear()
+                if len(cache) >= CACHE_SIZE:
+                    for k in [k for k, v in cache.items() if v[0] <= now]:
+                        del cache[k]
+                    if len(cache) >= CACHE_SIZE:
+                        cache.clear()
                 cache[key] = (now + CERT_CACHE_TTL, user)
         if user is None:
             if not state.anonymous:

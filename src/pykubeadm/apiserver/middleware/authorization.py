@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
 from pykubeadm.apiserver import status as st
+from pykubeadm.apiserver.authn.user import UserInfo
 from pykubeadm.apiserver.authz.attributes import Attributes, Decision
 from pykubeadm.apiserver.handlers.context import INFO_KEY, USER_KEY
 from pykubeadm.apiserver.requestinfo import RequestInfo
@@ -24,7 +26,7 @@ def _name_from_field_selector(selector: str) -> str:
     return ""
 
 
-def attributes_of(info: RequestInfo, user, query: Mapping[str, str] | None = None) -> Attributes:
+def attributes_of(info: RequestInfo, user: UserInfo, query: Mapping[str, str] | None = None) -> Attributes:
     if not info.is_resource:
         return Attributes(user=user, verb=info.verb, resource_request=False, path=info.path)
     query = query or {}
@@ -63,9 +65,9 @@ def forbidden_error(attrs: Attributes, reason: str) -> st.ApiError:
     return st.forbidden(attrs.resource, attrs.api_group, attrs.name, why)
 
 
-def authorization_middleware():
+def authorization_middleware() -> Middleware:
     @web.middleware
-    async def authorization(request: web.Request, handler):
+    async def authorization(request: web.Request, handler: Handler) -> web.StreamResponse:
         attrs = attributes_of(request[INFO_KEY], request[USER_KEY], request.query)
         decision, reason = await request.app[STATE].authorizer(attrs)
         if decision != Decision.ALLOW:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from urllib.parse import unquote
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+from multidict import MultiMapping
 
 from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.authn.user import UserInfo
@@ -31,7 +33,7 @@ _ANONYMOUS = "system:anonymous"
 _AUTH_GROUP = "authentication.k8s.io"
 
 
-def _requests(headers) -> tuple[str, str, list[str], dict[str, list[str]]]:  # type: ignore[no-untyped-def]
+def _requests(headers: MultiMapping[str]) -> tuple[str, str, list[str], dict[str, list[str]]]:
     extra: dict[str, list[str]] = {}
     for key, value in headers.items():
         if key.lower().startswith(_EXTRA_PREFIX):
@@ -77,9 +79,9 @@ def impersonated_user(name: str, uid: str, groups: list[str], extra: dict[str, l
     return UserInfo(name=name, uid=uid, groups=tuple(all_groups), extra={k: tuple(v) for k, v in extra.items()})
 
 
-def impersonation_middleware():
+def impersonation_middleware() -> Middleware:
     @web.middleware
-    async def impersonation(request: web.Request, handler):
+    async def impersonation(request: web.Request, handler: Handler) -> web.StreamResponse:
         headers = request.headers
         if not any(k.lower().startswith("impersonate-") for k in headers):
             return await handler(request)

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from pykubeadm import constants
 from pykubeadm.apiserver.handlers.context import INFO_KEY, USER_KEY
@@ -96,7 +97,7 @@ class _Counters:
         return True
 
 
-def max_in_flight_middleware(limits: InflightLimits | None = None):
+def max_in_flight_middleware(limits: InflightLimits | None = None) -> Middleware:
     limits = limits or InflightLimits()
     n = _Counters()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
 from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.authz.messages import StatusError
@@ -33,9 +34,9 @@ _REASONS = {
 }
 
 
-def recovery_middleware():
+def recovery_middleware() -> Middleware:
     @web.middleware
-    async def recovery(request: web.Request, handler):
+    async def recovery(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             return render(request, await handler(request))
         except st.ApiError as e:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
 from pykubeadm.apiserver.handlers.context import INFO_KEY
 from pykubeadm.apiserver.requestinfo import parse_request_info
@@ -10,9 +11,9 @@ from pykubeadm.apiserver.requestinfo import parse_request_info
 __all__ = ["request_info_middleware"]
 
 
-def request_info_middleware():
+def request_info_middleware() -> Middleware:
     @web.middleware
-    async def request_info(request: web.Request, handler):
+    async def request_info(request: web.Request, handler: Handler) -> web.StreamResponse:
         request[INFO_KEY] = parse_request_info(request.method, request.path, request.query)
         return await handler(request)
 

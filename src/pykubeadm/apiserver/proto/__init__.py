@@ -70,6 +70,11 @@ def _build() -> dict[str, type[Message]]:
 _CLASSES = _build()
 
 
+def _field(m: Message, name: str) -> Any:
+    """Field `name` of a message of a class built at run time (its fields are unknown to the type checker)."""
+    return getattr(m, name)
+
+
 def _time(m: Message, micro: bool) -> str | None:
     seconds, nanos = getattr(m, "seconds", 0), getattr(m, "nanos", 0)
     if not seconds and not nanos:
@@ -84,19 +89,21 @@ def _value(v: Any, type_name: str) -> Any:
         if name in ("Time", "MicroTime"):
             return _time(v, name == "MicroTime")
         if name == "IntOrString":
-            return v.strVal if v.type == 1 else v.intVal
+            return _field(v, "strVal") if _field(v, "type") == 1 else _field(v, "intVal")
         if name == "Quantity":
-            return v.string
+            return _field(v, "string")
         if name == "RawExtension":
             import json
 
-            return json.loads(v.raw) if v.raw else None
+            raw = _field(v, "raw")
+            return json.loads(raw) if raw else None
         if name == "FieldsV1":
             import json
 
-            return json.loads(v.Raw) if v.Raw else {}
+            raw = _field(v, "Raw")
+            return json.loads(raw) if raw else {}
         if name == "ExtraValue":
-            return list(v.items)
+            return list(_field(v, "items"))
         return to_dict(v)
     if isinstance(v, bytes):
         return base64.b64encode(v).decode()
@@ -140,12 +147,13 @@ def decode_protobuf(data: bytes) -> dict[str, Any]:
         env = _CLASSES["Unknown"].FromString(data[len(MAGIC) :])
     except DecodeError as e:
         raise st.bad_request(f"unable to decode the protobuf envelope: {e}") from None
-    kind, api_version = env.typeMeta.kind, env.typeMeta.apiVersion
+    type_meta = _field(env, "typeMeta")
+    kind, api_version = type_meta.kind, type_meta.apiVersion
     msg_name = KINDS.get(kind)
     if msg_name is None:
         raise st.unsupported_media_type("application/vnd.kubernetes.protobuf", ["application/json", "application/yaml"])
     try:
-        obj = to_dict(_CLASSES[msg_name].FromString(env.raw))
+        obj = to_dict(_CLASSES[msg_name].FromString(_field(env, "raw")))
     except DecodeError as e:
         raise st.bad_request(f"unable to decode {kind}: {e}") from None
     out: dict[str, Any] = {"kind": kind, "apiVersion": api_version} if kind != "DeleteOptions" else {}

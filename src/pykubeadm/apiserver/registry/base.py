@@ -90,26 +90,27 @@ def field_immutable(path: str, value: Any) -> Cause:
 
 
 class Strategy:
-    """Facts and hooks of one resource kind. Subclasses set the class attributes and override what they need."""
+    """Facts and hooks of one resource kind. Subclasses set the facts as class attributes (the generic and CRD
+    strategies, one instance per kind, set them in `__init__`) and override what they need."""
 
-    kind: ClassVar[str]
-    plural: ClassVar[str]
-    group: ClassVar[str] = ""
-    version: ClassVar[str] = "v1"
-    namespaced: ClassVar[bool] = True
-    short_names: ClassVar[tuple[str, ...]] = ()
-    categories: ClassVar[tuple[str, ...]] = ()
-    verbs: ClassVar[tuple[str, ...]] = EIGHT_VERBS
+    kind: str
+    plural: str
+    group: str = ""
+    version: str = "v1"
+    namespaced: bool = True
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = EIGHT_VERBS
     #: etcd key segment under /registry (kube-apiserver's layout: nodes → "minions", services → "services/specs").
-    storage_prefix: ClassVar[str] = ""
+    storage_prefix: str = ""
     #: Subresources served as `<plural>/<sub>` (status, approval, binding, finalize).
-    subresources: ClassVar[tuple[str, ...]] = ()
+    subresources: tuple[str, ...] = ()
     #: Bump metadata.generation on spec changes (kinds with spec/status semantics).
-    track_generation: ClassVar[bool] = False
+    track_generation: bool = False
     #: "subdomain", "label" or "path": how metadata.name is validated.
     name_rule: ClassVar[str] = "subdomain"
     #: Extra field-selector labels beyond metadata.name / metadata.namespace.
-    field_labels: ClassVar[tuple[str, ...]] = ()
+    field_labels: tuple[str, ...] = ()
     #: Top-level fields of the kind besides apiVersion/kind/metadata (unknown ones are dropped or, with
     #: ?fieldValidation=Strict, rejected); empty = not checked.
     top_fields: ClassVar[frozenset[str]] = frozenset()
@@ -117,7 +118,7 @@ class Strategy:
     allow_unconditional_update: ClassVar[bool] = True
     #: DELETE answers the deleted object instead of a Status Success (kube's generic store `ReturnDeletedObject`,
     #: default false; true for pods, services, serviceaccounts).
-    return_deleted_object: ClassVar[bool] = False
+    return_deleted_object: bool = False
 
     # --- identity -------------------------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any, ClassVar
+from typing import Any
 
 from cryptography import x509
 
@@ -138,7 +138,7 @@ class CSRStrategy(Strategy):
     short_names = ("csr",)
     subresources = ("approval", "status")
     name_rule = "path"
-    field_labels: ClassVar[tuple[str, ...]] = ("spec.signerName",)
+    field_labels: tuple[str, ...] = ("spec.signerName",)
 
     def prepare_for_create(self, obj: Obj, ctx: RequestContext) -> None:
         spec = obj.setdefault("spec", {})
@@ -161,7 +161,8 @@ class CSRStrategy(Strategy):
         obj["status"] = old.get("status", {})
 
     def prepare_for_subresource(self, sub: str, obj: Obj, old: Obj, ctx: RequestContext) -> None:
-        new_status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        status_in = obj.get("status")
+        new_status: dict[str, Any] = status_in if isinstance(status_in, dict) else {}
         old_status = old.get("status") or {}
         old_conds = old_status.get("conditions") or []
         super().prepare_for_subresource("status", obj, old, ctx)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, ClassVar
+from typing import Any
 
 from pykubeadm.apiserver.printing import col, human_duration, parse_time
 from pykubeadm.apiserver.registry.base import Obj, Strategy
@@ -33,7 +33,7 @@ class EventStrategy(Strategy):
     kind = "Event"
     plural = "events"
     short_names = ("ev",)
-    field_labels: ClassVar[tuple[str, ...]] = (
+    field_labels: tuple[str, ...] = (
         "involvedObject.kind",
         "involvedObject.namespace",
         "involvedObject.name",

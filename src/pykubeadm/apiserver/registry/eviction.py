@@ -111,8 +111,12 @@ async def _spend_budget(pdbs: Store, pdb: Obj, pod_name: str, ctx: RequestContex
             pdb = await pdbs.get(ns, name)
         status = _decremented(pdb, pod_name, ctx.dry_run)
         desired = {**pdb, "status": status}
+
+        def transform(_old: Obj | None, d: Obj = desired) -> Obj:
+            return d
+
         try:
-            await pdbs.update(ns, name, lambda old, d=desired: d, ctx, "status")
+            await pdbs.update(ns, name, transform, ctx, "status")
             return
         except st.ApiError as e:
             if e.code != 409:

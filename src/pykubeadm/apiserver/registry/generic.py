@@ -123,18 +123,18 @@ class GenericStrategy(Strategy):
 
     def __init__(self, spec: KindSpec) -> None:
         self.spec = spec
-        self.kind = spec.kind  # type: ignore[misc]
-        self.plural = spec.plural  # type: ignore[misc]
-        self.group = spec.group  # type: ignore[misc]
-        self.version = spec.version  # type: ignore[misc]
-        self.namespaced = spec.namespaced  # type: ignore[misc]
-        self.short_names = spec.short_names  # type: ignore[misc]
-        self.categories = spec.categories  # type: ignore[misc]
-        self.subresources = spec.subresources  # type: ignore[misc]
-        self.track_generation = spec.track_generation  # type: ignore[misc]
-        self.field_labels = spec.field_labels  # type: ignore[misc]
-        self.verbs = spec.verbs  # type: ignore[misc]
-        self.return_deleted_object = spec.return_deleted_object  # type: ignore[misc]
+        self.kind = spec.kind
+        self.plural = spec.plural
+        self.group = spec.group
+        self.version = spec.version
+        self.namespaced = spec.namespaced
+        self.short_names = spec.short_names
+        self.categories = spec.categories
+        self.subresources = spec.subresources
+        self.track_generation = spec.track_generation
+        self.field_labels = spec.field_labels
+        self.verbs = spec.verbs
+        self.return_deleted_object = spec.return_deleted_object
 
     def default_status(self) -> Obj | None:
         return _copy(self.spec.default_status) if self.spec.default_status is not None else None

@@ -3,7 +3,7 @@ template, the Job table (NAME STATUS COMPLETIONS DURATION AGE) and the `status.s
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from pykubeadm.apiserver.printing import AGE_COL, NAME_COL, age, col, human_duration, parse_time
 from pykubeadm.apiserver.registry.base import Obj, RequestContext, Strategy, field_immutable, field_invalid, required
@@ -65,7 +65,8 @@ def _generate_selector(obj: Obj) -> None:
         labels.setdefault(key, meta.get("name", ""))
     for key in (LEGACY_CONTROLLER_UID_LABEL, CONTROLLER_UID_LABEL):
         labels.setdefault(key, meta.get("uid", ""))
-    sel = spec.get("selector") if isinstance(spec.get("selector"), dict) else {}
+    selector = spec.get("selector")
+    sel: dict[str, Any] = selector if isinstance(selector, dict) else {}
     spec["selector"] = sel
     match = sel.get("matchLabels") or {}
     sel["matchLabels"] = match
@@ -153,7 +154,7 @@ class JobStrategy(Strategy):
     categories = ("all",)
     subresources = ("status",)
     track_generation = True
-    field_labels: ClassVar[tuple[str, ...]] = ("status.successful",)
+    field_labels: tuple[str, ...] = ("status.successful",)
     #: batch/v1 keeps its old default: a DELETE without a policy orphans the Job's Pods (kubectl sends Background).
     default_gc_policy = "OrphanDependents"
 

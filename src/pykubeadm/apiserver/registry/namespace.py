@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from pykubeadm.apiserver.printing import AGE_COL, NAME_COL, age, col
 from pykubeadm.apiserver.registry.base import Obj, RequestContext, Strategy
@@ -22,7 +22,7 @@ class NamespaceStrategy(Strategy):
     verbs = ("create", "delete", "get", "list", "patch", "update", "watch")
     subresources = ("finalize", "status")
     name_rule = "label"
-    field_labels: ClassVar[tuple[str, ...]] = ("status.phase",)
+    field_labels: tuple[str, ...] = ("status.phase",)
 
     def prepare_for_create(self, obj: Obj, ctx: RequestContext) -> None:
         obj["status"] = {"phase": "Active"}

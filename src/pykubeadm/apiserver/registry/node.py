@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from pykubeadm.apiserver.printing import AGE_COL, NAME_COL, age, col
 from pykubeadm.apiserver.registry.base import Obj, RequestContext, Strategy
@@ -46,7 +46,7 @@ class NodeStrategy(Strategy):
     short_names = ("no",)
     storage_prefix = "minions"
     subresources = ("status",)
-    field_labels: ClassVar[tuple[str, ...]] = ("spec.unschedulable",)
+    field_labels: tuple[str, ...] = ("spec.unschedulable",)
 
     def prepare_for_create(self, obj: Obj, ctx: RequestContext) -> None:
         """Nodes may set status on create (the kubelet registers with its initial status)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from pykubeadm.apiserver.printing import AGE_COL, NAME_COL, age, col
 from pykubeadm.apiserver.registry.base import Obj, RequestContext, Strategy, field_immutable
@@ -20,7 +20,7 @@ class PodStrategy(Strategy):
     short_names = ("po",)
     categories = ("all",)
     subresources = ("attach", "binding", "eviction", "exec", "log", "portforward", "status")
-    field_labels: ClassVar[tuple[str, ...]] = (
+    field_labels: tuple[str, ...] = (
         "spec.nodeName",
         "spec.restartPolicy",
         "spec.schedulerName",

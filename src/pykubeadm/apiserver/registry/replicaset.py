@@ -5,7 +5,7 @@ Served with /status and /scale (handlers/scale.py); `status.replicas` is a field
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from pykubeadm.apiserver.printing import AGE_COL, NAME_COL, age, col
 from pykubeadm.apiserver.registry.base import Obj, RequestContext, field_invalid
@@ -26,7 +26,7 @@ class ReplicaSetStrategy(WorkloadStrategy):
     plural = "replicasets"
     short_names = ("rs",)
     subresources = ("scale", "status")
-    field_labels: ClassVar[tuple[str, ...]] = ("status.replicas",)
+    field_labels: tuple[str, ...] = ("status.replicas",)
 
     def default_status(self) -> Obj | None:
         return {"replicas": 0}

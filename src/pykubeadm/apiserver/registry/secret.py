@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, ClassVar
+from typing import Any
 
 from pykubeadm.apiserver.printing import col
 from pykubeadm.apiserver.registry.base import Obj, RequestContext, Strategy, name_age_columns, name_age_row
@@ -18,7 +18,7 @@ class SecretStrategy(Strategy):
     top_fields = frozenset({"data", "stringData", "type", "immutable"})
     kind = "Secret"
     plural = "secrets"
-    field_labels: ClassVar[tuple[str, ...]] = ("type",)
+    field_labels: tuple[str, ...] = ("type",)
 
     def _fold(self, obj: Obj) -> None:
         sd = obj.pop("stringData", None)

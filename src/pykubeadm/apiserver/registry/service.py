@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import random
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 from pykubeadm.apiserver.printing import AGE_COL, NAME_COL, age, col
 from pykubeadm.apiserver.registry.base import Obj, RequestContext, Strategy, field_immutable, field_invalid, required
@@ -69,7 +69,7 @@ class ServiceStrategy(Strategy):
     categories = ("all",)
     storage_prefix = "services/specs"
     subresources = ("status",)
-    field_labels: ClassVar[tuple[str, ...]] = ("spec.clusterIP", "spec.type")
+    field_labels: tuple[str, ...] = ("spec.clusterIP", "spec.type")
     allocator: IPAllocator = IPAllocator()
 
     def default_status(self) -> Obj | None:

@@ -8,12 +8,13 @@ translation of storage errors into `ApiError`s. Per-kind behaviour comes from th
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import copy
 import secrets
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,8 +55,9 @@ Admit = Callable[[str, Obj | None, Obj | None], Awaitable[None]]
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_ATTEMPTS = 3
-#: Objects per kind whose last known state `update` remembers.
-_RECENT_MAX = 512
+#: Objects per kind whose last known state `update` remembers: every node's Lease and Node of a 5000-node cluster
+#: (with 512, 5000 renewers taking turns missed on every update, which then read storage first).
+_RECENT_MAX = 8192
 
 
 @dataclass
@@ -76,7 +78,9 @@ def _copy(obj: Any) -> Any:
 
 def _dumps(obj: Obj) -> bytes:
     meta = obj.get("metadata")
-    rv = meta.pop("resourceVersion", None) if meta else None
+    if not meta:
+        return jsoncodec.dumps(obj)
+    rv = meta.pop("resourceVersion", None)
     try:
         return jsoncodec.dumps(obj)
     finally:
@@ -242,7 +246,7 @@ class Store:
         obj["kind"] = self.strategy.kind
         obj["apiVersion"] = self.strategy.api_version
 
-    def _validate_meta(self, obj: Obj) -> list[st.Cause]:
+    def _validate_meta(self, obj: Obj) -> builtins.list[st.Cause]:
         meta = obj.get("metadata", {})
         name = meta.get("name", "")
         causes: list[st.Cause] = []
@@ -264,7 +268,7 @@ class Store:
             )
         return causes
 
-    def _invalid(self, obj: Obj, causes: list[st.Cause]) -> st.ApiError:
+    def _invalid(self, obj: Obj, causes: builtins.list[st.Cause]) -> st.ApiError:
         return st.invalid(self.strategy.kind, self.group, obj.get("metadata", {}).get("name", ""), causes)
 
     async def create(self, namespace: str, obj: Obj, ctx: RequestContext, admit: Admit | None = None) -> Obj:
@@ -324,6 +328,7 @@ class Store:
         unconditional and retried on races. Returns (object, created)."""
         key = self.key(namespace, name)
         hint = None if ctx.dry_run else self._recent.get(key)
+        kv: si.KeyValue | None
         for _ in range(16):
             cached = hint is not None
             if hint is not None:
@@ -493,11 +498,16 @@ class Store:
             return w
         w = Watcher(namespace, start_revision, labels, fields, WATCH_BUFFER)
         task = asyncio.create_task(self._pump(w, self._watch_storage(namespace, start_revision, labels, fields)))
-        w.on_close = lambda _w: None if task.done() else task.cancel()
+
+        def stop_pump(_w: Watcher) -> None:
+            if not task.done():
+                task.cancel()
+
+        w.on_close = stop_pump
         return w
 
     @staticmethod
-    async def _pump(w: Watcher, it: AsyncIterator[WatchEvent]) -> None:
+    async def _pump(w: Watcher, it: AsyncGenerator[WatchEvent, None]) -> None:
         try:
             async for ev in it:
                 while w.backlog >= WATCH_BUFFER // 2 and not w.closed:
@@ -509,12 +519,12 @@ class Store:
             w.close(e)
         finally:
             with contextlib.suppress(BaseException):
-                await it.aclose()  # type: ignore[attr-defined]
+                await it.aclose()
         w.close()
 
     async def watch(
         self, namespace: str | None, start_revision: int, labels: LabelSelector, fields: FieldSelector
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         """`open_watch` as an async iterator of private copies (for in-process consumers, which may keep and change
         the objects they receive); ends when the watcher is closed, raises CompactedError for a compacted revision."""
         w = await self.open_watch(namespace, start_revision, labels, fields)
@@ -533,7 +543,7 @@ class Store:
 
     async def _watch_storage(
         self, namespace: str | None, start_revision: int, labels: LabelSelector, fields: FieldSelector
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         """A storage watch of this watcher alone (a start older than the watch cache's history)."""
         name = fields.single_name()
         single = name is not None and (namespace or not self.strategy.namespaced)

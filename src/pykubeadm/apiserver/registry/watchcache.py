@@ -346,7 +346,7 @@ class WatchCache:
             log.info("watch cache of %s lost its storage watch: %s", self.prefix, e)
         finally:
             with contextlib.suppress(BaseException):
-                await it.aclose()  # type: ignore[attr-defined]
+                await it.aclose()
             self._task = None
             # Everyone still watching ends; clients re-watch (the next watch restarts the cache).
             for w in list(self._all_watchers()):

@@ -53,7 +53,8 @@ def validate_workload(obj: Obj) -> list[Cause]:
         return [required("spec")]
     causes: list[Cause] = []
     sel = spec.get("selector")
-    tmpl = spec.get("template") if isinstance(spec.get("template"), dict) else {}
+    template = spec.get("template")
+    tmpl: dict[str, Any] = template if isinstance(template, dict) else {}
     if not isinstance(sel, dict) or not (sel.get("matchLabels") or sel.get("matchExpressions")):
         causes.append(required("spec.selector"))
     else:
@@ -127,7 +128,7 @@ class WorkloadStrategy(Strategy):
     top_fields = frozenset({"spec", "status"})
     group = "apps"
     categories = ("all",)
-    subresources = ("status",)
+    subresources: tuple[str, ...] = ("status",)
     track_generation = True
 
     def defaults(self, spec: Obj) -> None:

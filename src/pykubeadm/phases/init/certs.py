@@ -6,6 +6,7 @@ kubeadm's `[certs]` lines; the certificate folder is shown as the node path (the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -149,7 +150,7 @@ def _run_certs(data: InitData) -> None:
     start_key_pool(data, encryption_algorithm(data.cfg.cluster), _missing_cert_keys(data))
 
 
-def _run_ca(spec: CertSpec):
+def _run_ca(spec: CertSpec) -> Callable[[InitData], None]:
     def run(data: InitData) -> None:
         if data.cfg.cluster.etcd.external is not None and spec.name == "etcd-ca":
             data.out(f"[certs] External etcd mode: Skipping {spec.base_name} certificate authority generation")
@@ -162,7 +163,7 @@ def _run_ca(spec: CertSpec):
     return run
 
 
-def _run_cert(spec: CertSpec):
+def _run_cert(spec: CertSpec) -> Callable[[InitData], None]:
     def run(data: InitData) -> None:
         if data.cfg.cluster.etcd.external is not None and spec.ca_name == "etcd-ca":
             data.out(f"[certs] External etcd mode: Skipping {spec.base_name} certificate generation")

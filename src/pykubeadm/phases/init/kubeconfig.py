@@ -7,6 +7,7 @@ Output matches kubeadm's `[kubeconfig]` lines, showing node paths (the dry-run f
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,7 +70,7 @@ def _run_kubeconfig(data: InitData) -> None:
     start_key_pool(data, encryption_algorithm(data.cfg.cluster), 0 if detect_external_ca(data) else missing)
 
 
-def _run_file(spec: KubeconfigSpec):
+def _run_file(spec: KubeconfigSpec) -> Callable[[InitData], None]:
     def run(data: InitData) -> None:
         params = kubeconfig_params(data.cfg.init, data.cfg.cluster)
         if detect_external_ca(data):

@@ -7,13 +7,12 @@ CRI: in host mode they go through `crictl`; built-in nodes run programs, not ima
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from pykubeadm.api.images import images_list
 from pykubeadm.phases.init.data import InitData
-from pykubeadm.preflight import Host, InitCheckParams, RealHost, init_node_checks, root_check, run_checks
+from pykubeadm.preflight import Host, InitCheckParams, RealHost, init_node_checks, root_check, run_checks, state_writer
 from pykubeadm.preflight.checks import Result
 from pykubeadm.workflow import Phase
 
@@ -44,7 +43,7 @@ def host_runtime(data: InitData) -> bool:
 
 def _host(data: InitData) -> Host:
     h = data.state.get(_HOST_KEY)
-    return h if h is not None else RealHost()  # type: ignore[return-value]  # state holds a Host (or a FakeHost)
+    return cast(Host, h) if h is not None else RealHost()  # tests put a FakeHost there
 
 
 def init_check_params(data: InitData) -> InitCheckParams:
@@ -102,24 +101,13 @@ def pull_images(data: InitData, host: Host) -> None:
     checks = [
         _ImagePullCheck(host, reg.cri_socket, img, reg.image_pull_policy) for img in images_list(data.cfg.cluster)
     ]
-    run_checks(checks, data.ignore_preflight_errors, _writer(data))
-
-
-def _stderr(line: str) -> None:
-    sys.stderr.write(line)
-    sys.stderr.flush()
-
-
-def _writer(data: InitData) -> Callable[[str], None]:
-    """Where warnings go: stderr, as kubeadm prints them (tests put a list's append in `data.state`)."""
-    w = data.state.get("preflight_writer")
-    return w if callable(w) else _stderr
+    run_checks(checks, data.ignore_preflight_errors, state_writer(data.state))
 
 
 def _run(data: InitData) -> None:
     host = _host(data)
     data.out("[preflight] Running pre-flight checks")
-    write = _writer(data)
+    write = state_writer(data.state)
     if host_runtime(data):
         run_checks(root_check(host), data.ignore_preflight_errors, write)
     run_checks(init_node_checks(host, init_check_params(data)), data.ignore_preflight_errors, write)

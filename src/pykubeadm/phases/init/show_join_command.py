@@ -58,7 +58,7 @@ def init_done_text(data: InitData) -> str:
     _, cluster, _ = current_cluster(load_kubeconfig(layout.admin_kubeconfig), str(layout.admin_kubeconfig))
     endpoint = cluster["server"].removeprefix("https://")
     ca = try_load_cert(layout.pki_dir, c.CA_CERT_AND_KEY_BASE_NAME)
-    hashes = [public_key_pin(ca.public_key())]  # type: ignore[arg-type]
+    hashes = [public_key_pin(ca.public_key())]
     tokens = data.cfg.init.bootstrap_tokens
     token = WITHHELD if data.skip_token_print else (str(tokens[0].token) if tokens else "")
     key = data.cfg.init.certificate_key if data.upload_certs else ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from pykubeadm import constants as c
@@ -24,7 +25,7 @@ from pykubeadm.workflow import Phase
 __all__ = ["PHASE"]
 
 
-def _resolver(data: InitData):  # type: ignore[no-untyped-def]
+def _resolver(data: InitData) -> Callable[[str], Path]:
     def resolve(path: str) -> Path:
         node = path if path.startswith("/") else str(PurePosixPath(data.cfg.cluster.certificates_dir) / path)
         return data.layout.host(node)
@@ -66,7 +67,12 @@ def run(data: InitData) -> None:
         live = retry_api_call(
             lambda: client.get(Secret, secret_name(token), namespace=c.NAMESPACE_SYSTEM), "get the certificate token"
         )
-        owner["metadata"]["uid"] = live.metadata.uid
+        uid = live.metadata.uid if live.metadata is not None else None
+        if not uid:
+            raise KubeadmError(
+                f'the Secret "{secret_name(token)}" the server returned has no UID to own the certificates'
+            )
+        owner["metadata"]["uid"] = uid
     apply(data, [certs_secret(read_shared_files(_resolver(data), files), key, owner), *certs_secret_rbac()])
     if not data.skip_certificate_key_print:
         data.out("[upload-certs] Using certificate key:")

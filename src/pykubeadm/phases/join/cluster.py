@@ -36,7 +36,7 @@ def tls_bootstrap_kubeconfig(data: JoinData) -> dict[str, Any]:
     """Discover the cluster and build the kubelet's TLS-bootstrap kubeconfig (user tls-bootstrap-token-user)."""
     cached = data.state.get("tls_bootstrap")
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     d = data.cfg.discovery
     timeout = _timeout(data, "discovery", c.DISCOVERY_TIMEOUT)
     if d.file is not None:
@@ -74,7 +74,7 @@ def bootstrap_client(data: JoinData) -> Client:
     if client is None:
         client = sync_client(KubeConfig.from_dict(tls_bootstrap_kubeconfig(data)))
         data.state["bootstrap_client"] = client
-    return client  # type: ignore[no-any-return]
+    return client
 
 
 def _configmap(data: JoinData, name: str) -> ConfigMap:
@@ -100,7 +100,7 @@ def cluster_configuration(data: JoinData) -> ClusterConfiguration:
         announce_config_read(data.out, "[preflight]")
         cluster = cluster_configuration_of(_configmap(data, c.KUBEADM_CONFIG_CONFIGMAP).data)
         data.state["cluster_configuration"] = cached = cluster
-    return cached  # type: ignore[no-any-return]
+    return cached
 
 
 def kubelet_configuration(data: JoinData) -> dict[str, Any]:
@@ -122,4 +122,6 @@ def node_is_ready(data: JoinData, name: str) -> bool:
         node = bootstrap_client(data).get(Node, name)
     except ApiError:
         return False
-    return any(cond.type == "Ready" and cond.status == "True" for cond in (node.status.conditions or []) if node.status)
+    if node.status is None:  # a Node object nobody has reported status for (e.g. created by hand) is not Ready
+        return False
+    return any(cond.type == "Ready" and cond.status == "True" for cond in node.status.conditions or [])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import logging
 import time
+from collections.abc import Callable
 from pathlib import PurePosixPath
 
 import httpx2
@@ -45,7 +46,7 @@ def as_init_data(data: JoinData) -> InitData:
     """init's run data for this control-plane join (built once)."""
     cached = data.state.get("init_data")
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     cluster = cluster_configuration(data)
     if not cluster.control_plane_endpoint:
         raise KubeadmError(
@@ -116,7 +117,7 @@ def _download_certs(data: JoinData) -> None:
         write_file_atomic(data.layout.host(node), content, c.PRIVATE_FILE_MODE if f.private else c.CERT_FILE_MODE)
 
 
-def _run_init_phase(tree: Phase[InitData], path: str):  # type: ignore[no-untyped-def]
+def _run_init_phase(tree: Phase[InitData], path: str) -> Callable[[JoinData], None]:
     def run(data: JoinData) -> None:
         if not data.control_plane:
             return

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from pykubeadm.phases.join.data import JoinData
-from pykubeadm.preflight import JoinCheckParams, RealHost, join_node_checks, root_check, run_checks
+from pykubeadm.preflight import JoinCheckParams, RealHost, join_node_checks, root_check, run_checks, state_writer
 from pykubeadm.workflow import Phase
 
 __all__ = ["PHASE", "host_runtime"]
@@ -25,7 +24,7 @@ def _kubelet_address(data: JoinData) -> str:
 
 def _run(data: JoinData) -> None:
     host = data.state.get("preflight_host") or RealHost()
-    write = data.state.get("preflight_writer") or (lambda line: (sys.stderr.write(line), sys.stderr.flush()))
+    write = state_writer(data.state)
     cfg = data.cfg
     bt = cfg.discovery.bootstrap_token
     data.out("[preflight] Running pre-flight checks")

@@ -110,8 +110,8 @@ def _unmount_kubelet_dir(data: ResetData) -> str | None:
     libc = ctypes.CDLL(None, use_errno=True)
     for point in _mounts_below(real):
         if libc.umount2(point.encode(), flags) != 0:
-            err = ctypes.get_errno()
-            log.warning("[reset] Failed to unmount mounted directories in %s: %s: %s", node, point, os.strerror(err))
+            errno = ctypes.get_errno()
+            log.warning("[reset] Failed to unmount mounted directories in %s: %s: %s", node, point, os.strerror(errno))
             return None
     return _node_path(data.layout, real)
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from pykubeadm.errors import KubeadmError
 from pykubeadm.phases.reset.data import ResetData
-from pykubeadm.preflight import RealHost, root_check, run_checks
+from pykubeadm.preflight import RealHost, root_check, run_checks, state_writer
 from pykubeadm.workflow import Phase
 
 __all__ = ["PHASE", "confirm"]
@@ -30,7 +29,7 @@ def _run(data: ResetData) -> None:
     data.out("[preflight] Running pre-flight checks")
     if data.layout.root == Path("/"):
         host = data.state.get("preflight_host") or RealHost()
-        write = data.state.get("preflight_writer") or (lambda line: (sys.stderr.write(line), sys.stderr.flush()))
+        write = state_writer(data.state)
         run_checks(root_check(host), data.ignore_preflight_errors, write)
 
 

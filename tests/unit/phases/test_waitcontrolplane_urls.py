@@ -1,0 +1,43 @@
+"""wait-control-plane: the URL of each component check comes from its static Pod manifest's probe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pykubeadm.errors import KubeadmError
+from pykubeadm.phases.waitcontrolplane import component_checks
+
+
+def _manifest(tmp_path: Path, name: str, http_get: dict) -> Path:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "kube-system"},
+        "spec": {"containers": [{"name": name, "image": "x", "startupProbe": {"httpGet": http_get}}]},
+    }
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(pod))
+    return path
+
+
+def test_urls_follow_the_probes(tmp_path: Path) -> None:
+    manifests = {
+        "kube-apiserver": _manifest(tmp_path, "kube-apiserver", {"host": "fd00::1", "port": 6443, "scheme": "HTTPS"}),
+        "kube-controller-manager": _manifest(tmp_path, "kube-controller-manager", {"port": 10257}),
+        "kube-scheduler": _manifest(tmp_path, "kube-scheduler", {"host": "127.0.0.1", "port": 10259}),
+    }
+    urls = {c.name: c.url for c in component_checks(manifests)}
+    assert urls == {
+        "kube-apiserver": "https://[fd00::1]:6443/livez",
+        "kube-controller-manager": "https://127.0.0.1:10257/healthz",
+        "kube-scheduler": "https://127.0.0.1:10259/livez",
+    }
+
+
+def test_a_probe_without_a_port_is_an_error_not_a_url_with_none(tmp_path: Path) -> None:
+    manifests = {"kube-scheduler": _manifest(tmp_path, "kube-scheduler", {"host": "127.0.0.1", "path": "/livez"})}
+    with pytest.raises(KubeadmError, match=r"kube-scheduler\.yaml.*no httpGet port"):
+        component_checks(manifests)
