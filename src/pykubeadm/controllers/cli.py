@@ -29,8 +29,10 @@ from pykubeadm.controllers.daemon import (
     run_until_signalled,
     serve_and_lead,
 )
+from pykubeadm.controllers.delegatedauth import new_delegating_auth
 from pykubeadm.controllers.flags import GoDuration, bool_flag, path_or_none, reject_unknown_flags
 from pykubeadm.controllers.manager import ControllerSelectionError, enabled_controllers, run_controllers
+from pykubeadm.controllers.metrics import ComponentMetrics
 from pykubeadm.controllers.nodeipam import parse_cluster_cidrs
 from pykubeadm.controllers.runtime import ControllerContext, ControllerStartError
 from pykubeadm.controllers.serving import HealthServer
@@ -139,17 +141,22 @@ async def run_kcm(opts: KCMOptions) -> int:
             retry_period=opts.leader_elect_retry_period,
             log=log,
         )
+    metrics = ComponentMetrics()
+    if elector is not None:
+        metrics.watch_leader_election(opts.leader_elect_resource_name, elector)
     server = HealthServer(
         opts.bind_address,
         opts.secure_port,
         cert_file=opts.tls_cert_file,
         key_file=opts.tls_private_key_file,
         checks={"healthz": {"leaderElection": leader_health_check(elector)}},
+        auth=new_delegating_auth(opts.client_ca_file, opts.authentication_kubeconfig, opts.authorization_kubeconfig),
+        metrics=metrics,
     )
 
     async def lead() -> None:
         await builder.probe("certificate-controller")
-        ctx = ControllerContext(client=builder.root, options=opts, client_for=builder.client_for)
+        ctx = ControllerContext(client=builder.root, options=opts, client_for=builder.client_for, metrics=metrics)
         await run_controllers(ctx, names)
 
     try:

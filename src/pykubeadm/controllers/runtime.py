@@ -18,6 +18,7 @@ from typing import Any
 from lightkube import AsyncClient
 
 from pykubeadm.client import Informer
+from pykubeadm.controllers.metrics import ComponentMetrics, QueueMetrics
 
 __all__ = [
     "Controller",
@@ -52,10 +53,11 @@ class ControllerStartError(Exception):
 class WorkQueue:
     """client-go's rate-limited work queue: a key is queued at most once and never processed by two workers at once.
 
-    Backoff per key: `base * 2**failures`, capped at `cap` seconds; `forget` resets it.
+    Backoff per key: `base * 2**failures`, capped at `cap` seconds; `forget` resets it. With `metrics`, the queue
+    reports client-go's workqueue_* series (controllers/metrics.py).
     """
 
-    def __init__(self, base: float = 0.005, cap: float = 30.0):
+    def __init__(self, base: float = 0.005, cap: float = 30.0, metrics: QueueMetrics | None = None):
         self._queue: asyncio.Queue[Hashable] = asyncio.Queue()
         self._dirty: set[Hashable] = set()
         self._processing: set[Hashable] = set()
@@ -64,6 +66,7 @@ class WorkQueue:
         self._base = base
         self._cap = cap
         self._shutdown = False
+        self._metrics = metrics
 
     def __len__(self) -> int:
         return len(self._dirty)
@@ -71,12 +74,16 @@ class WorkQueue:
     def add(self, key: Hashable) -> None:
         if self._shutdown or key in self._dirty:
             return
+        if self._metrics is not None:
+            self._metrics.add(key)
         self._dirty.add(key)
         if key not in self._processing:
             self._queue.put_nowait(key)
 
     def add_after(self, key: Hashable, delay: float) -> None:
         """Add `key` after `delay` seconds (an earlier pending timer for the key wins)."""
+        if self._metrics is not None:
+            self._metrics.retry()
         if delay <= 0:
             self.add(key)
             return
@@ -107,14 +114,22 @@ class WorkQueue:
     def num_requeues(self, key: Hashable) -> int:
         return self._failures.get(key, 0)
 
+    def delayed_keys(self) -> list[Hashable]:
+        """The keys waiting to be added after a delay (backoff)."""
+        return list(self._timers)
+
     async def get(self) -> Hashable:
         key = await self._queue.get()
         self._dirty.discard(key)
         self._processing.add(key)
+        if self._metrics is not None:
+            self._metrics.get(key)
         return key
 
     def done(self, key: Hashable) -> None:
         self._processing.discard(key)
+        if self._metrics is not None:
+            self._metrics.done(key)
         if key in self._dirty:
             self._queue.put_nowait(key)
 
@@ -134,6 +149,8 @@ class ControllerContext:
     clock: Callable[[], float] = time.time
     #: service account name → client writing as it (None: everything uses `client`)
     client_for: Callable[[str], AsyncClient] | None = None
+    #: the component's metrics: each controller's queue reports workqueue_*{name=<controller>} there
+    metrics: ComponentMetrics | None = None
     _informers: dict[tuple[Any, ...], Informer[Any]] = field(default_factory=dict)
 
     def informer(
@@ -172,7 +189,7 @@ class Controller:
     def __init__(self, ctx: ControllerContext):
         self.ctx = ctx
         self.client = ctx.client_for(self.service_account) if ctx.client_for and self.service_account else ctx.client
-        self.queue = WorkQueue()
+        self.queue = WorkQueue(metrics=ctx.metrics.queue(self.name) if ctx.metrics is not None else None)
         self.informers: list[Informer[Any]] = []
         self.setup()
 

@@ -3,7 +3,8 @@
 HTTPS with --tls-cert-file/--tls-private-key-file, or — as the real components do when none is given — a self-signed
 serving certificate for `localhost`, 127.0.0.1 and the bind address, generated in memory at start. `/healthz`, `/livez`
 and `/readyz` (and their `/…/<check>` forms) are always allowed (--authorization-always-allow-paths); other paths are
-403 for an unauthenticated caller.
+403 for an unauthenticated caller. With a `DelegatingAuth` (controllers/delegatedauth.py) every other path is
+authenticated and authorized through the API, and `/metrics` serves the component's registry (controllers/metrics.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 import ssl
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,6 +24,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from pykubeadm.controllers.delegatedauth import DelegatingAuth
+from pykubeadm.controllers.metrics import CONTENT_TYPE, ComponentMetrics
+from pykubeadm.util.tlsclientauth import request_client_certificates
 
 __all__ = ["HealthServer", "self_signed_pair"]
 
@@ -73,9 +78,13 @@ def self_signed_pair(host: str, alternate_ips: list[str], alternate_dns: list[st
     return cert_pem, key_pem
 
 
-def _ssl_context(cert_file: Path | None, key_file: Path | None, bind_address: str) -> ssl.SSLContext:
+def _ssl_context(
+    cert_file: Path | None, key_file: Path | None, bind_address: str, auth: DelegatingAuth | None = None
+) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if auth is not None:  # requested, judged by DelegatingAuth (a bad certificate is a 401, as in Go)
+        request_client_certificates(ctx, str(auth.client_ca_file) if auth.client_ca_file else None)
     if cert_file and key_file:
         ctx.load_cert_chain(cert_file, key_file)
         return ctx
@@ -104,6 +113,8 @@ class HealthServer:
         cert_file: Path | None = None,
         key_file: Path | None = None,
         checks: dict[str, dict[str, HealthCheck]] | None = None,
+        auth: DelegatingAuth | None = None,
+        metrics: ComponentMetrics | None = None,
     ):
         self.bind_address = bind_address
         self.port = port
@@ -111,9 +122,12 @@ class HealthServer:
         self.key_file = key_file
         #: endpoint ("healthz") → {check name → check}
         self.checks = checks or {"healthz": {}}
+        #: authenticates and authorizes every path but the health checks (closed by stop())
+        self.auth = auth
+        self.metrics = metrics
         self._runner: web.AppRunner | None = None
 
-    def _handler(self, endpoint: str) -> Callable[[web.Request], object]:
+    def _handler(self, endpoint: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def handle(request: web.Request) -> web.Response:
             checks = self.checks.get(endpoint, {})
             only = request.match_info.get("check")
@@ -150,23 +164,36 @@ class HealthServer:
         }
         return web.Response(status=403, text=json.dumps(status), content_type="application/json")
 
+    async def _not_found(self, _: web.Request) -> web.Response:
+        return web.Response(status=404, text="404 page not found\n")
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        assert self.metrics is not None
+        return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
     async def start(self) -> None:
-        app = web.Application()
+        if self.auth is not None:
+            await self.auth.start()
+        app = web.Application(middlewares=[self.auth.middleware()] if self.auth is not None else [])
+        if self.metrics is not None and self.auth is not None:
+            app.router.add_get("/metrics", self._metrics)
         for endpoint in ("healthz", "livez", "readyz"):
             if endpoint in self.checks:
-                app.router.add_get(f"/{endpoint}", self._handler(endpoint))  # type: ignore[arg-type]
-                app.router.add_get(f"/{endpoint}/{{check}}", self._handler(endpoint))  # type: ignore[arg-type]
-        app.router.add_route("*", "/{tail:.*}", self._forbidden)
+                app.router.add_get(f"/{endpoint}", self._handler(endpoint))
+                app.router.add_get(f"/{endpoint}/{{check}}", self._handler(endpoint))
+        app.router.add_route("*", "/{tail:.*}", self._not_found if self.auth is not None else self._forbidden)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(
             self._runner,
             self.bind_address,
             self.port,
-            ssl_context=_ssl_context(self.cert_file, self.key_file, self.bind_address),
+            ssl_context=_ssl_context(self.cert_file, self.key_file, self.bind_address, self.auth),
         )
         await site.start()
 
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+        if self.auth is not None:
+            await self.auth.close()

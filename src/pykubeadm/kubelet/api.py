@@ -15,7 +15,7 @@ import logging
 import os
 import ssl
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -105,7 +105,15 @@ def _error(resp: httpx.Response) -> ApiError:
 class KubeClient:
     """One authenticated connection pool to the API server."""
 
-    def __init__(self, config: ClientConfig, *, timeout: float = 30.0, user_agent: str = "kubelet/pykubeadm"):
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        timeout: float = 30.0,
+        user_agent: str = "kubelet/pykubeadm",
+        on_response: Callable[[httpx.Response], Awaitable[None]] | None = None,
+    ):
+        """`on_response` sees every response as its headers arrive (the kubelet's rest_client_requests_total)."""
         self.config = config
         headers = {"User-Agent": user_agent, "Accept": "application/json"}
         if config.token:
@@ -116,6 +124,7 @@ class KubeClient:
             headers=headers,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
+            event_hooks={"response": [on_response]} if on_response is not None else None,
         )
 
     async def close(self) -> None:

@@ -45,9 +45,11 @@ from pykubeadm.kubelet.kubeconfig import (
     load_client_config,
     write_kubeconfig,
 )
+from pykubeadm.kubelet.metrics import KubeletMetrics
 from pykubeadm.kubelet.mirror import MirrorPodSyncer, mirror_pod
 from pykubeadm.kubelet.node import NodeAgent, initial_node
 from pykubeadm.kubelet.pods import PodManager
+from pykubeadm.kubelet.resourcemetrics import container_targets
 from pykubeadm.kubelet.server import KubeletServer, healthz_app, serving_ssl_context
 from pykubeadm.kubelet.servicelinks import ServiceLinks
 from pykubeadm.kubelet.staticpods import StaticPodManager
@@ -92,6 +94,7 @@ class Kubelet:
         self._runners: list[web.AppRunner] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self._serving_ctx: ssl.SSLContext | None = None
+        self.metrics = KubeletMetrics(settings.node_name, self._workers)
 
     # --- credentials -------------------------------------------------------------------------------------------------
     def _host(self, node_path: str) -> Path:
@@ -146,7 +149,7 @@ class Kubelet:
 
     async def _on_client_cert(self, pair: CertPair) -> None:
         assert self._base is not None
-        new = KubeClient(pair_client_config(self._base, pair))
+        new = KubeClient(pair_client_config(self._base, pair), on_response=self.metrics.count_response)
         if self.client is None:
             self.client = SwappableClient(new)
             self._client_ready.set()
@@ -170,7 +173,7 @@ class Kubelet:
         name = digested_name(key.public_key(), tpl.common_name, tpl.organizations, usages_for(key, False))
         delay = 2.0
         while True:
-            client = KubeClient(boot)
+            client = KubeClient(boot, on_response=self.metrics.count_response)
             try:
                 issued = await request_certificate(client, tpl, key=key, name=name, timeout=3600)
                 break
@@ -201,6 +204,7 @@ class Kubelet:
                     layout=self.layout,
                     backoff_initial=self.backoff_initial,
                     on_change=self._pods_changed,
+                    observer=self.metrics.pod_changed,
                 )
                 self._spawn(self.static_pods.run())
             if self.s.kubeconfig:
@@ -228,7 +232,8 @@ class Kubelet:
         self._base = dataclasses.replace(base, token=None, cert_file=None, key_file=None, cert_pem=None, key_pem=None)
         store = PairStore(self.cert_dir, "kubelet-client")
         if base.token and initial is None and store.current() is None and not self.s.bootstrap_kubeconfig:
-            self.client = SwappableClient(KubeClient(base))  # a token kubeconfig, no certificates involved
+            # a token kubeconfig, no certificates involved
+            self.client = SwappableClient(KubeClient(base, on_response=self.metrics.count_response))
             self._client_ready.set()
         elif self.s.rotate_certificates:
             self.client_manager = CertificateManager(
@@ -297,6 +302,7 @@ class Kubelet:
             cluster_dns=self.s.cluster_dns,
             cluster_domain=self.s.cluster_domain,
             resolv_conf=self._resolv_conf(),
+            observer=self.metrics.pod_changed,
         )
         self._spawn(self.events.run())
         self._spawn(self.pods.services.run())
@@ -384,6 +390,8 @@ class Kubelet:
             anonymous=self.s.anonymous_auth,
             webhook_authn=self.s.webhook_authn,
             authorization_mode=self.s.authorization_mode,
+            metrics=self.metrics,
+            resource_targets=lambda: container_targets(self._workers()),
         )
         await self._listen(server.app(), self.s.serve_address, self.s.port, self._serving_ctx)
 

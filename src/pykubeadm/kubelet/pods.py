@@ -55,6 +55,7 @@ class PodManager:
         cluster_dns: list[str] | None = None,
         cluster_domain: str = "",
         resolv_conf: Path | None = None,
+        observer: Callable[[PodWorker], None] | None = None,
     ) -> None:
         self.client = client
         self.node_name = node_name
@@ -68,6 +69,7 @@ class PodManager:
         self.cluster_dns = list(cluster_dns or [])
         self.cluster_domain = cluster_domain
         self.resolv_conf = resolv_conf
+        self.observer = observer  # every worker's changes (the kubelet's metrics)
         self.ports = NodePorts()
         self._object_cache: Any = None
         self.rejections: set[asyncio.Task[None]] = set()  # status writes of rejected Pods, in flight
@@ -198,6 +200,7 @@ class PodManager:
                 cluster_domain=self.cluster_domain,
                 resolv_conf=self.resolv_conf,
                 node_ports=self.ports,
+                observer=self.observer,
             )
             self.workers[uid] = worker
             worker.start()

@@ -5,12 +5,14 @@ else a bearer token checked by TokenReview (webhook), else `system:anonymous` if
 Authorisation (mode Webhook) asks the API with a SubjectAccessReview, as the real kubelet does: resource `nodes`,
 name = node, subresource by path (`/pods`, `/healthz` and others → `proxy`; `/stats` → `stats`; `/metrics` →
 `metrics`; `/logs` → `log`; `/spec` → `spec`), verb from the method. Served paths: /healthz, /pods, /runningpods/,
+/metrics and /metrics/resource (kubelet/metrics.py, kubelet/resourcemetrics.py),
 /containerLogs/{namespace}/{pod}/{container} (kubelet/logs.py), and with a container locator the streaming API:
 /exec, /attach, /portForward (kubelet/streaming/; nodes/proxy, `create` for SPDY's POST, `get` for WebSocket's GET).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import ssl
 import weakref
@@ -20,19 +22,20 @@ from typing import Any
 
 from aiohttp import web
 from cryptography import x509
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import NameOID
 
 from pykubeadm.errors import CertError
 from pykubeadm.kubelet.logs import LogLocator, container_logs_handler
+from pykubeadm.kubelet.metrics import CONTENT_TYPE, KubeletMetrics
+from pykubeadm.kubelet.resourcemetrics import ContainerTarget, render_resource_metrics
 from pykubeadm.kubelet.streaming import ContainerLocator, ContainerRef, add_streaming_routes
-from pykubeadm.pki.certs import ext_key_usages, parse_certs_pem
-from pykubeadm.pki.verify import verify_cert_chain
+from pykubeadm.pki.certs import parse_certs_pem
+from pykubeadm.pki.verify import verify_client_certificate
 from pykubeadm.util.tlsclientauth import peer_certificates, request_client_certificates
 
 __all__ = ["KubeletServer", "healthz_app", "subresource_for"]
 
 log = logging.getLogger(__name__)
-_ANY_EKU = x509.ObjectIdentifier("2.5.29.37.0")
 
 
 def healthz_app() -> web.Application:
@@ -75,6 +78,8 @@ class KubeletServer:
         anonymous: bool,
         webhook_authn: bool,
         authorization_mode: str,
+        metrics: KubeletMetrics | None = None,
+        resource_targets: Callable[[], list[ContainerTarget]] | None = None,
     ):
         self.node_name = node_name
         self.client = client
@@ -84,6 +89,8 @@ class KubeletServer:
         self.anonymous = anonymous
         self.webhook_authn = webhook_authn
         self.authorization_mode = authorization_mode
+        self.metrics = metrics
+        self.resource_targets = resource_targets
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._auth_middleware])
@@ -91,6 +98,10 @@ class KubeletServer:
         app.router.add_get("/pods", self._pods)
         app.router.add_get("/pods/", self._pods)
         app.router.add_get("/runningpods/", self._pods)
+        if self.metrics is not None:
+            app.router.add_get("/metrics", self._metrics)
+        if self.resource_targets is not None:
+            app.router.add_get("/metrics/resource", self._resource_metrics)
         if self.logs is not None:
             app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs_handler(self.logs))
         if self.containers is not None:
@@ -111,6 +122,16 @@ class KubeletServer:
                 return f'pod "{pod}" in namespace "{namespace}" not found'
         return self.containers(namespace, pod, container)
 
+    async def _metrics(self, _: web.Request) -> web.Response:
+        assert self.metrics is not None
+        return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+    async def _resource_metrics(self, _: web.Request) -> web.Response:
+        assert self.resource_targets is not None
+        targets = self.resource_targets()  # the containers, read here; the /proc scan off the event loop
+        body = await asyncio.to_thread(render_resource_metrics, targets)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
     async def _healthz(self, _: web.Request) -> web.Response:
         return web.Response(text="ok")
 
@@ -121,11 +142,13 @@ class KubeletServer:
     async def authenticate(self, request: web.Request) -> tuple[str, list[str]] | None:
         ssl_obj = request.transport.get_extra_info("ssl_object") if request.transport else None
         ders = peer_certificates(ssl_obj)
-        if ders:
+        if ders and ssl_obj is not None:  # (a client certificate implies a TLS connection)
             roots = _CLIENT_CAS.get(ssl_obj.context)
             # serving_ssl_context's TLS layer accepts any certificate: judged here against clientCAFile; a context
             # made elsewhere (tests, embedders) verified it in the handshake
-            cert = _verified_client_cert(ders, roots) if roots is not None else x509.load_der_x509_certificate(ders[0])
+            cert = (
+                verify_client_certificate(ders, roots) if roots is not None else x509.load_der_x509_certificate(ders[0])
+            )
             cns = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
             if cns and cns[0].value:
                 orgs = [str(a.value) for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
@@ -209,25 +232,3 @@ def serving_ssl_context(cert_file: str, key_file: str, client_ca_file: str | Non
 
 #: clientCAFile's certificates per serving context (the context the connection's SSLObject reports).
 _CLIENT_CAS: weakref.WeakKeyDictionary[ssl.SSLContext, list[x509.Certificate]] = weakref.WeakKeyDictionary()
-
-
-def _verified_client_cert(ders: tuple[bytes, ...], roots: list[x509.Certificate]) -> x509.Certificate:
-    """The leaf, if it chains to one of `roots` (through the sent intermediates), is valid now and allows client
-    auth (Go's x509 authenticator); else CertError with Go's message."""
-    chain = [x509.load_der_x509_certificate(d) for d in ders]
-    leaf, intermediates = chain[0], chain[1:]
-    if not roots:
-        raise CertError("x509: certificate signed by unknown authority")
-    err: CertError | None = None
-    for root in roots:
-        try:
-            verify_cert_chain(leaf, root, intermediates)
-        except CertError as e:
-            err = err or e
-            continue
-        usages = ext_key_usages(leaf)
-        if usages and ExtendedKeyUsageOID.CLIENT_AUTH not in usages and _ANY_EKU not in usages:
-            raise CertError("x509: certificate specifies an incompatible key usage")
-        return leaf
-    assert err is not None
-    raise err

@@ -87,6 +87,7 @@ class StaticPodManager:
         etcd_binary: str | None = None,
         backoff_initial: float = 10.0,
         on_change: Callable[[], None] | None = None,
+        observer: Callable[[PodWorker], None] | None = None,
     ):
         self.directory = directory
         self.node_name = node_name
@@ -96,6 +97,7 @@ class StaticPodManager:
         self.etcd_binary = etcd_binary
         self.backoff_initial = backoff_initial
         self.on_change = on_change
+        self.observer = observer  # every worker's changes (the kubelet's metrics)
         self.pods: dict[str, tuple[StaticPod, PodWorker]] = {}
         self._stopping = False
 
@@ -125,6 +127,7 @@ class StaticPodManager:
                 layout=self.layout,
                 etcd_binary=self.etcd_binary,
                 on_change=self._notify,
+                observer=self.observer,
                 backoff_initial=self.backoff_initial,
             )
             self.pods[key] = (sp, worker)

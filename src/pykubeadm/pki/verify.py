@@ -1,7 +1,9 @@
 """Certificate checks with Go's crypto/x509 semantics and messages: chain verification (x509.Verify with
-ExtKeyUsageAny) and host name / IP verification (Certificate.VerifyHostname).
+ExtKeyUsageAny), host name / IP verification (Certificate.VerifyHostname), and the client-certificate check of
+the x509 authenticators (a chain to one of the client CAs, allowing client auth).
 
-Called by pki.create (reuse of existing files, external CA detection) and pki.renewal.
+Called by pki.create (reuse of existing files, external CA detection), pki.renewal, and the kubelet's and the
+controller-manager's / scheduler's secure servers (kubelet/server.py, controllers/delegatedauth.py).
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from datetime import UTC, datetime
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from pykubeadm.errors import CertError
-from pykubeadm.pki.certs import is_ca, san_dns_names, san_ips, subject_values
+from pykubeadm.pki.certs import ext_key_usages, is_ca, san_dns_names, san_ips, subject_values
 
-__all__ = ["verify_cert_chain", "verify_hostname"]
+__all__ = ["verify_cert_chain", "verify_client_certificate", "verify_hostname"]
+
+_ANY_EKU = x509.ObjectIdentifier("2.5.29.37.0")
 
 
 def _go_rfc3339(t: datetime) -> str:
@@ -133,3 +137,22 @@ def verify_hostname(cert: x509.Certificate, host: str) -> None:
     if not valid:
         raise CertError(f"x509: certificate is not valid for any names, but wanted to match {host}")
     raise CertError(f"x509: certificate is valid for {valid}, not {host}")
+
+
+def verify_client_certificate(ders: Sequence[bytes], roots: Sequence[x509.Certificate]) -> x509.Certificate:
+    """The leaf of a client's chain (DER, leaf first, then the intermediates it sent) if it chains to one of `roots`,
+    is valid now and allows client auth (Go's x509 request authenticator); else CertError with Go's message."""
+    chain = [x509.load_der_x509_certificate(d) for d in ders]
+    leaf, intermediates = chain[0], chain[1:]
+    err: CertError | None = None
+    for root in roots:
+        try:
+            verify_cert_chain(leaf, root, intermediates)
+        except CertError as e:
+            err = err or e
+            continue
+        usages = ext_key_usages(leaf)
+        if usages and ExtendedKeyUsageOID.CLIENT_AUTH not in usages and _ANY_EKU not in usages:
+            raise CertError("x509: certificate specifies an incompatible key usage")
+        return leaf
+    raise err or CertError("x509: certificate signed by unknown authority")

@@ -2,7 +2,8 @@
 
 Accepts the flags kubeadm writes (--kubeconfig, --authentication-kubeconfig, --authorization-kubeconfig,
 --bind-address, --leader-elect) plus --secure-port and the leader-election tuning flags; unknown flags are a startup
-error. Serves HTTPS /healthz, /livez and /readyz on --bind-address:--secure-port (10259) and, while holding the Lease
+error. Serves HTTPS /healthz, /livez and /readyz on --bind-address:--secure-port (10259), /metrics there behind
+delegated authentication and authorization (controllers/delegatedauth.py) and, while holding the Lease
 kube-system/kube-scheduler, binds pending Pods.
 """
 
@@ -29,10 +30,12 @@ from pykubeadm.controllers.daemon import (
     run_until_signalled,
     serve_and_lead,
 )
+from pykubeadm.controllers.delegatedauth import new_delegating_auth
 from pykubeadm.controllers.flags import bool_flag, path_or_none, reject_unknown_flags
 from pykubeadm.controllers.runtime import ControllerContext, run_with_informers
 from pykubeadm.controllers.serving import HealthServer
 from pykubeadm.errors import KubeconfigError
+from pykubeadm.scheduler.metrics import SchedulerMetrics
 from pykubeadm.scheduler.scheduler import SchedulerController
 from pykubeadm.util.leaderelection import LeaderElector
 
@@ -54,11 +57,17 @@ class SchedulerOptions:
     retry_period: timedelta
     lock_namespace: str
     lock_name: str
+    client_ca_file: Path | None = None
+    authentication_kubeconfig: Path | None = None
+    authorization_kubeconfig: Path | None = None
 
 
-async def _run_scheduling(client: Any) -> None:
+async def _run_scheduling(client: Any, metrics: SchedulerMetrics) -> None:
     ctx = ControllerContext(client=client)
-    await run_with_informers(ctx, [SchedulerController(ctx)])
+    scheduler = SchedulerController(ctx)
+    scheduler.metrics = metrics
+    metrics.watch_pending(scheduler.pending_counts)
+    await run_with_informers(ctx, [scheduler])
 
 
 async def run_scheduler(opts: SchedulerOptions) -> int:
@@ -75,15 +84,20 @@ async def run_scheduler(opts: SchedulerOptions) -> int:
             log=log,
         )
     checks = {"leaderElection": leader_health_check(elector)}
+    metrics = SchedulerMetrics()
+    if elector is not None:
+        metrics.component.watch_leader_election(opts.lock_name, elector)
     server = HealthServer(
         opts.bind_address,
         opts.secure_port,
         cert_file=opts.tls_cert_file,
         key_file=opts.tls_private_key_file,
         checks={"healthz": dict(checks), "livez": dict(checks), "readyz": {}},
+        auth=new_delegating_auth(opts.client_ca_file, opts.authentication_kubeconfig, opts.authorization_kubeconfig),
+        metrics=metrics.component,
     )
     try:
-        return await serve_and_lead(server, elector, lambda: _run_scheduling(client), log)
+        return await serve_and_lead(server, elector, lambda: _run_scheduling(client, metrics), log)
     finally:
         await client.close()
 
@@ -130,6 +144,9 @@ def command(ctx: click.Context, **flags: Any) -> None:
         retry_period=flags["leader_elect_retry_period"],
         lock_namespace=flags["leader_elect_resource_namespace"],
         lock_name=flags["leader_elect_resource_name"],
+        client_ca_file=path_or_none(flags["client_ca_file"]),
+        authentication_kubeconfig=path_or_none(flags["authentication_kubeconfig"]),
+        authorization_kubeconfig=path_or_none(flags["authorization_kubeconfig"]),
     )
     configure_logging(flags["verbosity"])
     with contextlib.suppress(KeyboardInterrupt):

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from datetime import UTC, datetime
 from typing import Any
 
 from lightkube.resources.core_v1 import Node, Pod, PodBinding, PodStatus
 
 from pykubeadm.client import ApiError, is_conflict, is_not_found
-from pykubeadm.controllers.controllerutil_api import EventRecorder, api_error_message
+from pykubeadm.controllers.controllerutil_api import EventRecorder, api_error_message, model
 from pykubeadm.controllers.runtime import Controller, TemporaryError
 from pykubeadm.scheduler.binder import choose_node, is_pending, unschedulable_message
+from pykubeadm.scheduler.metrics import SchedulerMetrics
 from pykubeadm.scheduler.nodeinfo import NodeInfo, pod_info
 
 __all__ = ["SCHEDULER_NAME", "SchedulerController"]
@@ -36,6 +38,8 @@ BIND_CONCURRENCY = 32
 class SchedulerController(Controller):
     name = "scheduler"
     workers = 1  # one decision at a time keeps the cache exact
+    #: where attempts are counted (scheduler/metrics.py); set by the CLI
+    metrics: SchedulerMetrics | None = None
 
     def setup(self) -> None:
         self.pods = self.watch(Pod, self._on_pod, namespace="*")
@@ -46,6 +50,7 @@ class SchedulerController(Controller):
         self._placed: dict[str, str] = {}  # pod key → the node it counts on (bound or assumed)
         self._assumed: set[str] = set()  # pod keys bound by us, binding not yet seen
         self._unschedulable: set[str] = set()
+        self._attempts: dict[str, int] = {}  # pod key → scheduling attempts so far
         self._binding: set[asyncio.Task[None]] = set()
         self._bind_slots = asyncio.Semaphore(BIND_CONCURRENCY)
 
@@ -75,6 +80,8 @@ class SchedulerController(Controller):
         key = f"{obj.metadata.namespace}/{obj.metadata.name}"
         node = obj.spec.nodeName if obj.spec else None
         terminal = bool(obj.status and obj.status.phase in ("Succeeded", "Failed"))
+        if event == "DELETED":
+            self._attempts.pop(key, None)
         if event == "DELETED" or (node and terminal):
             self._assumed.discard(key)
             self._unschedulable.discard(key)
@@ -107,6 +114,15 @@ class SchedulerController(Controller):
     def node_infos(self) -> list[NodeInfo]:
         return [self._infos[n] for n in sorted(self._present) if n in self._infos]
 
+    def pending_counts(self) -> dict[str, int]:
+        """Pending Pods by kube's queue names: active (queued), backoff (retry timer), unschedulable."""
+        delayed = set(self.queue.delayed_keys())
+        return {
+            "active": len(self.queue),
+            "backoff": len(delayed - self._unschedulable),
+            "unschedulable": len(self._unschedulable),
+        }
+
     # --- scheduling --------------------------------------------------------------------------------------------------
 
     async def sync(self, key: Any) -> None:
@@ -116,29 +132,34 @@ class SchedulerController(Controller):
         pod = obj.to_dict()
         if not is_pending(pod, SCHEDULER_NAME):
             return
+        started = time.monotonic()
+        self._attempts[key] = self._attempts.get(key, 0) + 1
         nodes = self.node_infos()
         decision = choose_node(pod, nodes)
         if decision.node is None:
             self._unschedulable.add(key)
             never = (pod.get("spec") or {}).get("preemptionPolicy") == "Never"
             message = unschedulable_message(len(nodes), decision.failures, preemption_never=never)
+            if self.metrics is not None:
+                self.metrics.attempt("unschedulable", time.monotonic() - started)
             await self._mark_unschedulable(pod, message)
             raise TemporaryError(f"pod {key} is unschedulable: {message}")
         node = decision.node
         self._assumed.add(key)
         self._place(key, pod, node)
-        task = asyncio.get_running_loop().create_task(self._bind(key, pod, node))
+        task = asyncio.get_running_loop().create_task(self._bind(key, pod, node, started))
         self._binding.add(task)
         task.add_done_callback(self._binding.discard)
 
-    async def _bind(self, key: str, pod: dict[str, Any], node: str) -> None:
+    async def _bind(self, key: str, pod: dict[str, Any], node: str, started: float | None = None) -> None:
         """kube-scheduler's binding cycle: runs beside the next decisions, the Pod assumed on its Node meanwhile."""
         namespace, name = key.split("/", 1)
-        binding = PodBinding.from_dict(
+        binding = model(
+            PodBinding,
             {
                 "metadata": {"name": name, "namespace": namespace},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-            }
+            },
         )
         async with self._bind_slots:
             try:
@@ -150,12 +171,16 @@ class SchedulerController(Controller):
                 self._unplace(key)
                 if isinstance(err, ApiError) and (is_not_found(err) or is_conflict(err)):
                     return  # gone, or already bound by someone else
+                if self.metrics is not None and started is not None:
+                    self.metrics.attempt("error", time.monotonic() - started)
                 log.warning("binding %s to %s failed: %s", key, node, err)
                 self.recorder.event(pod, "Warning", "FailedScheduling", f"Binding rejected: {api_error_message(err)}",
                                     kind="Pod", api_version="v1")  # fmt: skip
                 self.queue.add_rate_limited(key)
                 return
         self._unschedulable.discard(key)
+        if self.metrics is not None and started is not None:
+            self.metrics.scheduled(time.monotonic() - started, self._attempts.pop(key, 1))
         self.recorder.event(
             pod, "Normal", "Scheduled", f"Successfully assigned {key} to {node}", kind="Pod", api_version="v1"
         )
@@ -181,7 +206,7 @@ class SchedulerController(Controller):
         status["conditions"] = conditions
         meta = pod["metadata"]
         try:
-            await self.client.replace(PodStatus.from_dict(pod), meta["name"], namespace=meta["namespace"])
+            await self.client.replace(model(PodStatus, pod), meta["name"], namespace=meta["namespace"])
         except ApiError as err:
             log.debug("could not record PodScheduled=False on %s/%s: %s", meta["namespace"], meta["name"], err)
 

@@ -1,0 +1,228 @@
+"""The kubelet's /metrics/resource: CPU and memory of the node, each Pod and each container, measured from /proc.
+
+kube's resource metrics collector (pkg/kubelet/metrics/collectors/resource_metrics.go) with its names and labels:
+node_cpu_usage_seconds_total, node_memory_working_set_bytes, node_swap_usage_bytes, container_cpu_usage_seconds_total
+/ container_memory_working_set_bytes / container_start_time_seconds {container, namespace, pod},
+pod_cpu_usage_seconds_total / pod_memory_working_set_bytes {namespace, pod}, resource_scrape_error and the older
+scrape_error; every sample carries the time it was measured, as kube's do.
+
+Our containers are processes, so a container is its main process and every descendant: CPU time is their user +
+system time plus that of their reaped children (what a cgroup's cpuacct counts), the working set their resident
+memory, the start time the main process's. One scrape lists /proc once and reads each process's `stat` once; the node
+comes from /proc/stat and /proc/meminfo (working set = used memory less inactive file pages, as cAdvisor computes it
+for the root cgroup). A process that exits during the scrape simply stops counting.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+__all__ = [
+    "ContainerTarget",
+    "ProcStat",
+    "ResourceMetricsCollector",
+    "container_targets",
+    "container_trees",
+    "read_processes",
+    "render_resource_metrics",
+]
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+_CONTAINER_LABELS = ("container", "namespace", "pod")
+_POD_LABELS = ("namespace", "pod")
+
+
+@dataclass(frozen=True)
+class ContainerTarget:
+    """A running container to measure: its labels and its main process."""
+
+    container: str
+    namespace: str
+    pod: str
+    pid: int
+
+
+def container_targets(workers: Iterable[Any]) -> list[ContainerTarget]:
+    """The running containers (init containers too) of the kubelet's PodWorkers."""
+    return [
+        ContainerTarget(ct.name, w.namespace, w.full_name, ct.pid)
+        for w in workers
+        for ct in w.all_containers()
+        if ct.pid is not None
+    ]
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    """What one read of /proc/<pid>/stat tells: parent, CPU ticks (own + reaped children), start tick, resident pages."""
+
+    pid: int
+    ppid: int
+    cpu_ticks: int
+    start_ticks: int
+    rss_pages: int
+
+
+def _parse_stat(pid: int, text: str) -> ProcStat | None:
+    fields = text.rsplit(")", 1)[1].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    # after the command: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14) ... starttime(19) ... rss(21)
+    cpu = int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+    return ProcStat(pid, int(fields[1]), cpu, int(fields[19]), int(fields[21]))
+
+
+def read_processes(proc: Path = Path("/proc")) -> dict[int, ProcStat]:
+    """Every live process, from one read of each /proc/<pid>/stat."""
+    out: dict[int, ProcStat] = {}
+    for entry in os.listdir(proc):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(proc / entry / "stat", "rb") as f:
+                text = f.read().decode(errors="replace")
+        except OSError:
+            continue  # gone meanwhile
+        stat = _parse_stat(int(entry), text)
+        if stat is not None:
+            out[stat.pid] = stat
+    return out
+
+
+def container_trees(roots: Iterable[int], procs: dict[int, ProcStat]) -> dict[int, list[ProcStat]]:
+    """Each root pid → its process and all its descendants (empty when the root is gone)."""
+    children: dict[int, list[int]] = {}
+    for p in procs.values():
+        children.setdefault(p.ppid, []).append(p.pid)
+    out: dict[int, list[ProcStat]] = {}
+    for root in roots:
+        tree: list[ProcStat] = []
+        stack = [root] if root in procs else []
+        while stack:
+            pid = stack.pop()
+            tree.append(procs[pid])
+            stack.extend(children.get(pid, ()))
+        out[root] = tree
+    return out
+
+
+def _node_cpu_seconds(proc: Path) -> float:
+    """Busy CPU time of all CPUs: /proc/stat's first line less idle and iowait (guest time is already in user)."""
+    with open(proc / "stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    busy = sum(values[:8]) - values[3] - (values[4] if len(values) > 4 else 0)
+    return busy / _TICKS
+
+
+def _meminfo(proc: Path) -> dict[str, int]:
+    out: dict[str, int] = {}
+    with open(proc / "meminfo") as f:
+        for line in f:
+            name, _, rest = line.partition(":")
+            parts = rest.split()
+            if parts:
+                out[name] = int(parts[0]) * (1024 if len(parts) > 1 else 1)
+    return out
+
+
+def _boot_time(proc: Path) -> float:
+    with open(proc / "stat") as f:
+        for line in f:
+            if line.startswith("btime "):
+                return float(line.split()[1])
+    return time.time() - time.monotonic()
+
+
+class ResourceMetricsCollector(Collector):
+    """Collects the resource metrics of the node and of `targets()` (the running containers) when scraped."""
+
+    def __init__(self, targets: Callable[[], list[ContainerTarget]], proc: Path = Path("/proc")) -> None:
+        self.targets = targets
+        self.proc = proc
+
+    def collect(self) -> Iterator[Metric]:
+        now = time.time()
+        error = 0.0
+        node_cpu = CounterMetricFamily(
+            "node_cpu_usage_seconds_total", "Cumulative cpu time consumed by the node in core-seconds"
+        )
+        node_mem = GaugeMetricFamily("node_memory_working_set_bytes", "Current working set of the node in bytes")
+        node_swap = GaugeMetricFamily(
+            "node_swap_usage_bytes", "Current swap usage of the node in bytes. Reported only on non-windows systems"
+        )
+        ct_cpu = CounterMetricFamily(
+            "container_cpu_usage_seconds_total",
+            "Cumulative cpu time consumed by the container in core-seconds",
+            labels=_CONTAINER_LABELS,
+        )
+        ct_mem = GaugeMetricFamily(
+            "container_memory_working_set_bytes",
+            "Current working set of the container in bytes",
+            labels=_CONTAINER_LABELS,
+        )
+        ct_start = GaugeMetricFamily(
+            "container_start_time_seconds",
+            "Start time of the container since unix epoch in seconds",
+            labels=_CONTAINER_LABELS,
+        )
+        pod_cpu = CounterMetricFamily(
+            "pod_cpu_usage_seconds_total", "Cumulative cpu time consumed by the pod in core-seconds", labels=_POD_LABELS
+        )
+        pod_mem = GaugeMetricFamily(
+            "pod_memory_working_set_bytes", "Current working set of the pod in bytes", labels=_POD_LABELS
+        )
+        try:
+            mem = _meminfo(self.proc)
+            node_cpu.add_metric((), _node_cpu_seconds(self.proc), timestamp=now)
+            used = mem["MemTotal"] - mem["MemFree"] - mem.get("Inactive(file)", 0)
+            node_mem.add_metric((), float(max(used, 0)), timestamp=now)
+            node_swap.add_metric((), float(mem.get("SwapTotal", 0) - mem.get("SwapFree", 0)), timestamp=now)
+            boot = _boot_time(self.proc)
+        except (OSError, KeyError, ValueError, IndexError):
+            error, boot = 1.0, time.time() - time.monotonic()
+        targets = self.targets()
+        try:
+            procs = read_processes(self.proc)
+        except OSError:
+            procs, error = {}, 1.0
+        trees = container_trees([t.pid for t in targets], procs)
+        pods: dict[tuple[str, str], list[int]] = {}  # (namespace, pod) → [CPU ticks, resident pages]
+        for t in targets:
+            tree = trees.get(t.pid) or []
+            if not tree:
+                continue  # exited since the worker last looked
+            labels = (t.container, t.namespace, t.pod)
+            ticks = sum(p.cpu_ticks for p in tree)
+            pages = sum(p.rss_pages for p in tree)
+            cpu, rss = ticks / _TICKS, float(pages * _PAGE)
+            ct_cpu.add_metric(labels, cpu, timestamp=now)
+            ct_mem.add_metric(labels, rss, timestamp=now)
+            ct_start.add_metric(labels, boot + tree[0].start_ticks / _TICKS, timestamp=now)
+            totals = pods.setdefault((t.namespace, t.pod), [0, 0])
+            totals[0] += ticks
+            totals[1] += pages
+        for (namespace, pod), (ticks, pages) in sorted(pods.items()):
+            pod_cpu.add_metric((namespace, pod), ticks / _TICKS, timestamp=now)
+            pod_mem.add_metric((namespace, pod), float(pages * _PAGE), timestamp=now)
+        yield from (node_cpu, node_mem, node_swap, ct_cpu, ct_mem, ct_start, pod_cpu, pod_mem)
+        for name in ("scrape_error", "resource_scrape_error"):
+            family = GaugeMetricFamily(name, "1 if there was an error while getting container metrics, 0 otherwise")
+            family.add_metric((), error)
+            yield family
+
+
+def render_resource_metrics(targets: list[ContainerTarget], proc: Path = Path("/proc")) -> bytes:
+    """The /metrics/resource body for these containers (blocking: reads /proc)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ResourceMetricsCollector(lambda: targets, proc))
+    return generate_latest(registry)
