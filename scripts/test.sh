@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 echo "[test] ruff check"
 .venv/bin/ruff check src tests benchmarks
+echo "[test] mypy"
+.venv/bin/mypy
 echo "[test] pytest"
 set +e
 .venv/bin/pytest -q -rfEs --durations=15 "$@"
