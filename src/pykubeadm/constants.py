@@ -239,6 +239,8 @@ JWS_SIGNATURE_KEY_PREFIX: Final = "jws-kubeconfig-"
 KUBEADM_CERTS_SECRET: Final = "kubeadm-certs"
 COREDNS_CONFIGMAP: Final = "coredns"
 KUBE_DNS_SERVICE: Final = "kube-dns"
+#: Where kube-apiserver publishes its client CAs and request-header settings for delegated authentication.
+EXTENSION_APISERVER_AUTHENTICATION_CONFIGMAP: Final = "extension-apiserver-authentication"
 
 # --- labels, annotations, taints ------------------------------------------------------------------------------------
 

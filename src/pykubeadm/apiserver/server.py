@@ -18,6 +18,8 @@ from pykubeadm.apiserver.aggregator import Aggregator, ProxyTransport
 from pykubeadm.apiserver.app import build_app
 from pykubeadm.apiserver.authz.attributes import Attributes, Decision
 from pykubeadm.apiserver.bootstrap import ensure_builtin_objects, namespace_controller, reconcile_rbac_policy
+from pykubeadm.apiserver.clusterauthtrust import HOOK_NAME as CLUSTER_AUTH_HOOK
+from pykubeadm.apiserver.clusterauthtrust import ClusterAuthenticationTrustController, authentication_info_from_options
 from pykubeadm.apiserver.crd.controller import CRDController
 from pykubeadm.apiserver.discovery import group_versions, version_info
 from pykubeadm.apiserver.endpointreconciler import LeaseEndpointReconciler
@@ -108,6 +110,8 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
         await ensure_builtin_objects(state, options.advertise_address, options.secure_port, allocator.first())
         await reconcile_rbac_policy(state)
         tasks.append(asyncio.create_task(namespace_controller(state), name="namespace-controller"))
+        trust = ClusterAuthenticationTrustController(state, lambda: authentication_info_from_options(options))
+        tasks.append(asyncio.create_task(trust.run(), name="cluster-authentication-trust-controller"))
         state.crds = CRDController(state)
         tasks.append(asyncio.create_task(state.crds.run(), name="crd-controller"))
         if options.advertise_address and (options.raw_flags.get("endpoint-reconciler-type") or "lease") == "lease":
@@ -133,7 +137,13 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
         async def shutdown() -> str | None:
             return "shutting down" if state.shutting_down else None
 
-        live = {"ping": ok, "log": ok, "etcd": etcd, "poststarthook/start-apiserver-admission-initializer": ok}
+        live = {
+            "ping": ok,
+            "log": ok,
+            "etcd": etcd,
+            "poststarthook/start-apiserver-admission-initializer": ok,
+            f"poststarthook/{CLUSTER_AUTH_HOOK}": ok,
+        }
         state.health_checks = {
             "healthz": dict(live),
             "livez": dict(live),

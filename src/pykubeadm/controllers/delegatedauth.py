@@ -39,6 +39,7 @@ from lightkube.resources.authentication_v1 import TokenReview
 from lightkube.resources.authorization_v1 import SubjectAccessReview
 from lightkube.resources.core_v1 import ConfigMap
 
+from pykubeadm import constants as c
 from pykubeadm.client import async_client
 from pykubeadm.errors import CertError
 from pykubeadm.pki.certs import parse_certs_pem
@@ -64,7 +65,7 @@ CACHE_TTL = 10.0
 _CACHE_SIZE = 4096
 _ANONYMOUS = "system:anonymous"
 #: Where kube-apiserver publishes its client CA for delegated authentication.
-_AUTH_CONFIGMAP = "extension-apiserver-authentication"
+_AUTH_CONFIGMAP = c.EXTENSION_APISERVER_AUTHENTICATION_CONFIGMAP
 #: Seconds the first client CA lookup may take; then the retries' first and longest pause.
 _CA_LOOKUP_TIMEOUT = 5.0
 _CA_RETRY_INITIAL = 2.0
@@ -283,7 +284,7 @@ class DelegatingAuth:
             self._ca_lookup.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._ca_lookup
-        for client in {id(c): c for c in (self.authentication_client, self.authorization_client) if c}.values():
+        for client in {id(k): k for k in (self.authentication_client, self.authorization_client) if k}.values():
             await client.close()
 
 

@@ -40,12 +40,8 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
         kubeadm_rbac(server)
         if not token_request_available(server):
             grant_controller_roles_to_kcm_user(server)
-        # what kube-apiserver publishes for delegated authentication: the scheduler (no --client-ca-file in kubeadm's
-        # manifest) takes its client CA from here
-        server.kubectl(
-            "create", "configmap", "extension-apiserver-authentication", "-n", "kube-system",
-            f"--from-file=client-ca-file={server.pki.ca_cert}",
-        )  # fmt: skip
+        # the scheduler (no --client-ca-file in kubeadm's manifest) takes its client CA from the ConfigMap
+        # kube-system/extension-apiserver-authentication, which the apiserver publishes by itself
         yield server
 
 
