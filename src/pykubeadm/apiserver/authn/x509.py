@@ -45,12 +45,18 @@ def _client_eku_ok(cert: x509.Certificate) -> bool:
     return ExtendedKeyUsageOID.CLIENT_AUTH in eku or _ANY_EKU in eku
 
 
+#: Entries of the verification caches: every client certificate of a 5000-node cluster (kubelets, their renewals,
+#: controllers) with room to spare. A least-recently-used cache smaller than the set of clients that take turns (5000
+#: Lease renewers, one request each every 10 s) misses on every request: each one then verified its chain again.
+CACHE_SIZE = 16384
+
+
 class _VerifyCache:
     """Results of recent chain verifications: successes until the earliest NotAfter, failures for a few seconds."""
 
     _FAILURE_TTL = 5.0
 
-    def __init__(self, size: int = 4096):
+    def __init__(self, size: int = CACHE_SIZE):
         self._size = size
         self._items: OrderedDict[tuple, tuple[float, float, list[x509.Certificate] | str]] = OrderedDict()
 
