@@ -178,6 +178,10 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
             await asyncio.sleep(options.shutdown_delay_seconds)
     finally:
         state.shutting_down = True
+        # Every watch ends now (its client re-watches elsewhere), not when its next bookmark interval is up: otherwise
+        # the runner waits out its shutdown timeout for the open watches.
+        for w in list(state.open_watchers):
+            w.close()
         if runner is not None:
             await runner.cleanup()
         for t in tasks:

@@ -50,6 +50,8 @@ class ApiState:
     aggregator: Any = None
     #: The CRD controller (apiserver/crd/controller.CRDController): serves custom resources; None = not started.
     crds: Any = None
+    #: The watchers of the watch requests being served: closed at shutdown, so each watch ends at once.
+    open_watchers: set[Any] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         for s in STRATEGIES:

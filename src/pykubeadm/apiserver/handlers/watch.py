@@ -93,6 +93,7 @@ async def watch(request: web.Request, store: Store) -> web.StreamResponse:
 
     # Registered before the response starts, so no change after `start` is missed while the initial state is sent.
     w = await store.open_watch(info.namespace or None, start, labels, fields)
+    state.open_watchers.add(w)
     resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache"})
     resp.enable_chunked_encoding()
     try:
@@ -112,6 +113,7 @@ async def watch(request: web.Request, store: Store) -> web.StreamResponse:
     except (ConnectionResetError, asyncio.CancelledError):
         pass  # the client went away, or the server stops
     finally:
+        state.open_watchers.discard(w)
         w.close()
     with contextlib.suppress(ConnectionResetError):
         await resp.write_eof()
