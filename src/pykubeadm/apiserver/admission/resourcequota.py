@@ -9,8 +9,6 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from lightkube.utils.quantity import parse_quantity
-
 from pykubeadm.apiserver.admission.interfaces import AdmissionAttributes, Operation, forbidden
 from pykubeadm.apiserver.objects import ObjectSource
 
@@ -44,6 +42,8 @@ def format_quantity(value: Decimal) -> str:
 
 
 def _q(v: Any) -> Decimal:
+    from lightkube.utils.quantity import parse_quantity  # imported at first use: lightkube costs a start ~60 ms
+
     try:
         return parse_quantity(str(v)) or Decimal(0)
     except ValueError:
