@@ -19,6 +19,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, model_validator
 from pydantic.alias_generators import to_camel
 
+from pykubeadm.util.apitime import format_time
 from pykubeadm.util.goduration import format_duration, parse_duration
 
 __all__ = [
@@ -43,13 +44,6 @@ def _to_duration(v: Any) -> Any:
 
 #: A metav1.Duration: `timedelta` in Python, Go duration string in YAML/JSON.
 Duration = Annotated[timedelta, BeforeValidator(_to_duration), PlainSerializer(format_duration, when_used="json")]
-
-
-def format_time(t: datetime) -> str:
-    """RFC 3339 in UTC with a `Z`, as metav1.Time marshals."""
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=UTC)
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _to_time(v: Any) -> Any:

@@ -8,24 +8,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from pykubeadm.util.apitime import now_time as now_rfc3339
+from pykubeadm.util.apitime import parse_time
+
 __all__ = ["age", "col", "human_duration", "now_rfc3339", "parse_time"]
-
-
-def now_rfc3339() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def now_micro() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_time(value: str | None) -> dt.datetime | None:
-    if not value:
-        return None
-    try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def human_duration(seconds: float) -> str:

@@ -13,22 +13,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 from lightkube import AsyncClient
 
-from pykubeadm.controllers.csrutil import parse_time
-
-__all__ = ["ApiPath", "Discovery", "delete", "discover", "fmt_time", "parse_time", "request"]
+__all__ = ["ApiPath", "Discovery", "delete", "discover", "request"]
 
 log = logging.getLogger(__name__)
-
-
-def fmt_time(t: datetime) -> str:
-    """RFC 3339 in UTC with second precision, as metav1.Time serialises."""
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)

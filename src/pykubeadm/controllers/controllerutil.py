@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
-from pykubeadm.controllers.csrutil import parse_time
 from pykubeadm.scheduler.matching import match_expression
+from pykubeadm.util.apitime import parse_time
 
 __all__ = [
     "BURST_REPLICAS",

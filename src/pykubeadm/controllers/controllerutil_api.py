@@ -17,7 +17,6 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 from lightkube import AsyncClient
@@ -27,6 +26,7 @@ from lightkube.types import PatchType
 
 from pykubeadm.client import ApiError, is_not_found
 from pykubeadm.controllers.controllerutil import controller_of, pod_from_template, selector_matches
+from pykubeadm.util.apitime import now_time
 
 __all__ = ["ClaimError", "EventRecorder", "PodControl", "api_error_message", "claim", "model"]
 
@@ -46,10 +46,6 @@ def api_error_message(err: BaseException) -> str:
     if isinstance(err, ApiError) and getattr(err.status, "message", None):
         return str(err.status.message)
     return str(err)
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class EventRecorder:
@@ -72,7 +68,7 @@ class EventRecorder:
     def event(self, obj: Obj, type_: str, reason: str, message: str, *, kind: str = "", api_version: str = "") -> None:
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
-        now = _now()
+        now = now_time()
         body: dict[str, Any] = {
             "metadata": {"name": f"{meta.get('name')}.{time.time_ns():x}", "namespace": namespace},
             "involvedObject": {

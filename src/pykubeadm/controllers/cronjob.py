@@ -19,9 +19,10 @@ from typing import Any, Final
 from lightkube.resources.batch_v1 import CronJob, Job
 
 from pykubeadm.client import ApiError, is_already_exists, is_conflict, is_not_found
-from pykubeadm.controllers.batchutil import ApiPath, delete, fmt_time, parse_time, request
+from pykubeadm.controllers.batchutil import ApiPath, delete, request
 from pykubeadm.controllers.controllerutil_api import EventRecorder
 from pykubeadm.controllers.runtime import Controller, TemporaryError
+from pykubeadm.util.apitime import format_time, parse_time
 from pykubeadm.util.cronschedule import MAX_MISSED, Schedule, ScheduleError, most_recent_unmet, parse_schedule
 
 __all__ = [
@@ -195,7 +196,7 @@ class CronJobController(Controller):
                 completed = parse_time((job.get("status") or {}).get("completionTime"))
                 last_ok = parse_time(status.get("lastSuccessfulTime"))
                 if completed is not None and (last_ok is None or completed > last_ok):
-                    status["lastSuccessfulTime"] = fmt_time(completed)
+                    status["lastSuccessfulTime"] = format_time(completed)
         for ref in list(active):
             if ref.get("uid") in child_uids:
                 continue
@@ -285,7 +286,7 @@ class CronJobController(Controller):
         if not any(ref.get("uid") == created["metadata"].get("uid") for ref in active):
             active.append(_job_ref(created))
         self._set_active(status, active)
-        status["lastScheduleTime"] = fmt_time(scheduled)
+        status["lastScheduleTime"] = format_time(scheduled)
         return self._until_next(schedule, now)
 
     async def _next_unmet(self, cj: dict[str, Any], schedule: Schedule, now: datetime) -> datetime | None:

@@ -17,8 +17,8 @@ from cryptography import x509
 from lightkube.resources.certificates_v1 import CertificateSigningRequest
 
 from pykubeadm.client import ApiError, is_not_found
-from pykubeadm.controllers.csrutil import parse_time
 from pykubeadm.controllers.runtime import Controller
+from pykubeadm.util.apitime import parse_time
 
 __all__ = ["APPROVED_EXPIRATION", "DENIED_EXPIRATION", "PENDING_EXPIRATION", "CSRCleanerController", "cleanup_reason"]
 

@@ -36,6 +36,7 @@ from pykubeadm.controllers.csrutil import (
     validate_kubelet_serving_csr,
 )
 from pykubeadm.controllers.runtime import Controller, ControllerStartError, TemporaryError
+from pykubeadm.util.apitime import format_time
 
 __all__ = ["SIGNER_POLICIES", "CSRSigningController", "failed_condition", "sign_decision", "validate_for_signer"]
 
@@ -72,7 +73,7 @@ def failed_condition(message: str, now: datetime) -> dict[str, str]:
         "status": "True",
         "reason": "SignerValidationFailure",
         "message": message,
-        "lastUpdateTime": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "lastUpdateTime": format_time(now),
     }
 
 

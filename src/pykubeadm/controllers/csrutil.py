@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from cryptography import x509
@@ -27,7 +26,6 @@ __all__ = [
     "is_denied",
     "is_failed",
     "parse_csr",
-    "parse_time",
     "validate_kube_apiserver_client_usages",
     "validate_kubelet_client_csr",
     "validate_kubelet_serving_csr",
@@ -65,17 +63,6 @@ def parse_csr(csr: Mapping[str, Any]) -> x509.CertificateSigningRequest:
     except ValueError as err:
         raise CSRParseError(f"failed to parse certificate request: {err}") from err
     return req
-
-
-def parse_time(value: str | None) -> datetime | None:
-    """An RFC 3339 timestamp from the API, always aware (None when absent, empty or unparseable: a "zero" time)."""
-    if not value:
-        return None
-    try:
-        t = datetime.fromisoformat(value.replace("z", "Z"))
-    except ValueError:
-        return None
-    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
 def _conditions(csr: Mapping[str, Any]) -> list[Mapping[str, Any]]:

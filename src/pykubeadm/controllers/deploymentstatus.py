@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from pykubeadm.controllers.csrutil import parse_time
 from pykubeadm.controllers.deploymentutil import MAX_INT32, max_unavailable, replicas
+from pykubeadm.util.apitime import format_time, parse_time
 
 __all__ = [
     "AVAILABLE_REASON",
@@ -47,16 +47,12 @@ UNAVAILABLE_REASON: Final = "MinimumReplicasUnavailable"
 # --- conditions and status -------------------------------------------------------------------------------------------
 
 
-def _fmt(now: datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def new_condition(type_: str, status: str, reason: str, message: str, now: datetime) -> dict[str, Any]:
     return {
         "type": type_,
         "status": status,
-        "lastUpdateTime": _fmt(now),
-        "lastTransitionTime": _fmt(now),
+        "lastUpdateTime": format_time(now),
+        "lastTransitionTime": format_time(now),
         "reason": reason,
         "message": message,
     }

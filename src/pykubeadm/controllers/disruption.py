@@ -24,11 +24,11 @@ from lightkube.resources.core_v1 import Pod, PodStatus, ReplicationController
 from lightkube.resources.policy_v1 import PodDisruptionBudget, PodDisruptionBudgetStatus
 
 from pykubeadm.client import ApiError, is_conflict, is_not_found
-from pykubeadm.controllers.batchutil import fmt_time, request
+from pykubeadm.controllers.batchutil import request
 from pykubeadm.controllers.controllerutil import controller_of, is_pod_ready, scaled_value, selector_matches
 from pykubeadm.controllers.controllerutil_api import EventRecorder, api_error_message, model
-from pykubeadm.controllers.csrutil import parse_time
 from pykubeadm.controllers.runtime import Controller, TemporaryError
+from pykubeadm.util.apitime import format_time, parse_time
 
 __all__ = [
     "DELETION_TIMEOUT",
@@ -181,12 +181,12 @@ def _set_condition(conditions: list[dict[str, Any]], new: dict[str, Any], now: d
         if cond.get("type") == new["type"]:
             if cond.get("status") != new["status"]:
                 cond["status"] = new["status"]
-                cond["lastTransitionTime"] = fmt_time(now)
+                cond["lastTransitionTime"] = format_time(now)
             cond["reason"] = new["reason"]
             cond["message"] = new["message"]
             cond["observedGeneration"] = new["observedGeneration"]
             return
-    conditions.append({**new, "lastTransitionTime": fmt_time(now)})
+    conditions.append({**new, "lastTransitionTime": format_time(now)})
 
 
 def _conditions_up_to_date(pdb: Obj) -> bool:
@@ -385,7 +385,7 @@ class DisruptionController(Controller):
         if wait > timedelta(0):
             self.queue.add_after(("stale-disruption", key), wait.total_seconds())
             return
-        condition = {"type": "DisruptionTarget", "status": "False", "lastTransitionTime": fmt_time(now)}
+        condition = {"type": "DisruptionTarget", "status": "False", "lastTransitionTime": format_time(now)}
         try:
             await self.client.patch(
                 PodStatus, obj.metadata.name, {"status": {"conditions": [condition]}}, namespace=obj.metadata.namespace

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from pykubeadm.controllers.controllerutil import is_pod_terminal
-from pykubeadm.controllers.csrutil import parse_time
+from pykubeadm.util.apitime import parse_time
 
 __all__ = [
     "HEADLESS_LABEL",

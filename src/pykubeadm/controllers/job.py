@@ -21,7 +21,7 @@ from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Pod
 
 from pykubeadm.client import ApiError, is_conflict, is_not_found
-from pykubeadm.controllers.batchutil import ApiPath, fmt_time, request
+from pykubeadm.controllers.batchutil import ApiPath, request
 from pykubeadm.controllers.controllerutil import (
     ControllerExpectations,
     active_pods_ranked,
@@ -53,6 +53,7 @@ from pykubeadm.controllers.jobstatus import (
     wanted_active,
 )
 from pykubeadm.controllers.runtime import Controller, TemporaryError
+from pykubeadm.util.apitime import format_time
 
 __all__ = ["JobController"]
 
@@ -204,7 +205,7 @@ class JobController(Controller):
         succeeded = len(done_indexes) if indexed else int(status.get("succeeded") or 0) + len(unc_ok)
         failed = int(status.get("failed") or 0) + len(unc_failed)
         if status.get("startTime") is None and not suspended:
-            status["startTime"] = fmt_time(now)
+            status["startTime"] = format_time(now)
 
         target = self._target(spec, status, active, succeeded, failed, now, policy_failure)
         requeue: float | None = None
@@ -223,7 +224,7 @@ class JobController(Controller):
         else:
             if has_condition(status, "Suspended"):
                 set_condition(status, new_condition("Suspended", "JobResumed", "Job resumed", now, status="False"))
-                status["startTime"] = fmt_time(now)
+                status["startTime"] = format_time(now)
                 self.recorder.event(job, "Normal", "Resumed", "Job resumed")
             active, requeue = await self._manage(key, job, active, succeeded, done_indexes if indexed else None, now)
             _, left = past_deadline(spec, status, now)
@@ -306,7 +307,7 @@ class JobController(Controller):
             reason, message = str(cond.get("reason", "")), str(cond.get("message", ""))
             set_condition(status, new_condition(final, reason, message, now))
             if final == "Complete":
-                status["completionTime"] = fmt_time(now)
+                status["completionTime"] = format_time(now)
                 self.recorder.event(job, "Normal", "Completed", "Job completed")
             else:
                 self.recorder.event(job, "Warning", reason, message)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from pykubeadm.controllers.batchutil import fmt_time, parse_time
+from pykubeadm.util.apitime import format_time, parse_time
 
 __all__ = [
     "BACKOFF_BASE",
@@ -182,7 +182,7 @@ def restarts_exceed_limit(spec: Mapping[str, Any], active: Sequence[Mapping[str,
 
 
 def new_condition(ctype: str, reason: str, message: str, now: datetime, status: str = "True") -> dict[str, Any]:
-    t = fmt_time(now)
+    t = format_time(now)
     return {
         "type": ctype,
         "status": status,

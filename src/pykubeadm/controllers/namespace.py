@@ -19,8 +19,9 @@ from typing import Any, Final
 from lightkube.resources.core_v1 import Namespace
 
 from pykubeadm.client import ApiError, is_conflict, is_not_found
-from pykubeadm.controllers.batchutil import ApiPath, Discovery, discover, fmt_time, request
+from pykubeadm.controllers.batchutil import ApiPath, Discovery, discover, request
 from pykubeadm.controllers.runtime import Controller, TemporaryError
+from pykubeadm.util.apitime import format_time
 
 __all__ = ["FINALIZER", "NamespaceController", "content_conditions", "merge_conditions"]
 
@@ -99,7 +100,13 @@ def merge_conditions(
             out.append(dict(old))
             continue
         out.append(
-            {"type": ctype, "status": status, "lastTransitionTime": fmt_time(now), "reason": reason, "message": message}
+            {
+                "type": ctype,
+                "status": status,
+                "lastTransitionTime": format_time(now),
+                "reason": reason,
+                "message": message,
+            }
         )
     return out
 

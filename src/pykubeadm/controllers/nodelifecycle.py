@@ -26,8 +26,8 @@ from lightkube.resources.core_v1 import Node, NodeStatus, Pod, PodStatus
 from pykubeadm import constants as c
 from pykubeadm.client import ApiError, is_conflict, is_not_found
 from pykubeadm.controllers.controllerutil_api import EventRecorder, model
-from pykubeadm.controllers.csrutil import parse_time
 from pykubeadm.controllers.runtime import Controller, TemporaryError
+from pykubeadm.util.apitime import format_time, parse_time
 
 __all__ = ["NodeLifecycleController", "desired_taints", "mark_pod_not_ready", "mark_unknown"]
 
@@ -37,10 +37,6 @@ TAINT_UNREACHABLE: Final = "node.kubernetes.io/unreachable"
 TAINT_NOT_READY: Final = "node.kubernetes.io/not-ready"
 TAINT_UNSCHEDULABLE: Final = "node.kubernetes.io/unschedulable"
 _CONDITION_TYPES: Final = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
-
-
-def _fmt(now: datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def mark_unknown(node: Mapping[str, Any], now: datetime, never_updated: bool) -> dict[str, Any] | None:
@@ -64,13 +60,13 @@ def mark_unknown(node: Mapping[str, Any], now: datetime, never_updated: bool) ->
                     "status": "Unknown",
                     "reason": reason,
                     "message": message,
-                    "lastHeartbeatTime": (node.get("metadata") or {}).get("creationTimestamp") or _fmt(now),
-                    "lastTransitionTime": _fmt(now),
+                    "lastHeartbeatTime": (node.get("metadata") or {}).get("creationTimestamp") or format_time(now),
+                    "lastTransitionTime": format_time(now),
                 }
             )
             changed = True
         elif cond.get("status") != "Unknown":
-            cond.update(status="Unknown", reason=reason, message=message, lastTransitionTime=_fmt(now))
+            cond.update(status="Unknown", reason=reason, message=message, lastTransitionTime=format_time(now))
             changed = True
     return new if changed else None
 
@@ -96,7 +92,7 @@ def desired_taints(
             if not any(t.get("key") == want_key and t.get("effect") == effect for t in kept):
                 taint = {"key": want_key, "effect": effect}
                 if effect == "NoExecute":
-                    taint["timeAdded"] = _fmt(now)
+                    taint["timeAdded"] = format_time(now)
                 kept.append(taint)
     return None if kept == taints else kept
 
@@ -109,7 +105,7 @@ def mark_pod_not_ready(pod: Mapping[str, Any], now: datetime) -> dict[str, Any] 
     new = copy.deepcopy(dict(pod))
     for cond in new["status"]["conditions"]:
         if cond.get("type") == "Ready":
-            cond.update(status="False", lastTransitionTime=_fmt(now))
+            cond.update(status="False", lastTransitionTime=format_time(now))
     return new
 
 

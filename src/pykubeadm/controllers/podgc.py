@@ -19,7 +19,6 @@ import asyncio
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from lightkube.resources.core_v1 import Node, Pod, PodStatus
@@ -28,6 +27,7 @@ from pykubeadm.client import ApiError, is_not_found
 from pykubeadm.controllers.controllerutil import is_pod_terminal
 from pykubeadm.controllers.dictview import dict_view
 from pykubeadm.controllers.runtime import Controller
+from pykubeadm.util.apitime import now_time
 
 __all__ = [
     "DEFAULT_TERMINATED_POD_GC_THRESHOLD",
@@ -191,7 +191,7 @@ class PodGCController(Controller):
             "status": "True",
             "reason": reason,
             "message": message,
-            "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "lastTransitionTime": now_time(),
         }
         patch = {"status": {"phase": "Failed", "conditions": [condition]}}
         await self.client.patch(PodStatus, _meta(pod)["name"], patch, namespace=_meta(pod)["namespace"])

@@ -35,6 +35,7 @@ from pykubeadm.controllers.controllerutil import (
 from pykubeadm.controllers.controllerutil_api import EventRecorder, PodControl, api_error_message, claim, model
 from pykubeadm.controllers.dictview import dict_view
 from pykubeadm.controllers.runtime import Controller, TemporaryError
+from pykubeadm.util.apitime import format_time
 
 __all__ = ["ReplicaSetController", "calculate_status", "pods_to_delete"]
 
@@ -77,7 +78,7 @@ def calculate_status(
             {
                 "type": "ReplicaFailure",
                 "status": "True",
-                "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "lastTransitionTime": format_time(now),
                 "reason": "FailedCreate" if diff < 0 else "FailedDelete",
                 "message": api_error_message(manage_error),
             }

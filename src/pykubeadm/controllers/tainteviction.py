@@ -20,8 +20,8 @@ from lightkube.resources.core_v1 import Node, Pod, PodStatus
 
 from pykubeadm.client import ApiError, delete_with_uid, is_conflict, is_not_found
 from pykubeadm.controllers.controllerutil_api import EventRecorder, model
-from pykubeadm.controllers.csrutil import parse_time
 from pykubeadm.controllers.runtime import Controller, TemporaryError
+from pykubeadm.util.apitime import format_time, parse_time
 
 __all__ = [
     "IMMEDIATELY",
@@ -199,7 +199,7 @@ class TaintEvictionController(Controller):
                 "status": "True",
                 "reason": "DeletionByTaintManager",
                 "message": "Taint manager: deleting due to NoExecute taint",
-                "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "lastTransitionTime": format_time(now),
             }
         )
         body.setdefault("status", {})["conditions"] = conditions

@@ -15,8 +15,9 @@ from typing import Any, Final
 from lightkube.resources.batch_v1 import Job
 
 from pykubeadm.client import ApiError, is_not_found, status_code
-from pykubeadm.controllers.batchutil import ApiPath, delete, parse_time, request
+from pykubeadm.controllers.batchutil import ApiPath, delete, request
 from pykubeadm.controllers.runtime import Controller
+from pykubeadm.util.apitime import parse_time
 
 __all__ = ["TTLAfterFinishedController", "expires_at"]
 

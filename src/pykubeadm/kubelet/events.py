@@ -7,23 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pykubeadm.kubelet.api import ApiError
+from pykubeadm.util.apitime import now_time
 
 __all__ = ["EventRecorder"]
 
 log = logging.getLogger(__name__)
 
 _QUEUE_MAX = 1000
-
-
-def _micro(t: dt.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class EventRecorder:
@@ -68,8 +64,7 @@ class EventRecorder:
         inv = item["involved"]
         ns = inv["namespace"]
         key = (inv.get("uid", ""), inv.get("fieldPath", ""), item["reason"], item["message"])
-        stamp = dt.datetime.now(dt.UTC)
-        ts = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+        ts = now_time()
         seen = self._seen.get(key)
         if seen is not None:
             _, name, count = seen

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import datetime as dt
 import logging
 from typing import Any
 
 from pykubeadm.kubelet.api import ApiError
 from pykubeadm.kubelet.staticpods import StaticPod, StaticPodManager
+from pykubeadm.util.apitime import now_micro_time
 
 __all__ = ["MirrorPodSyncer", "mirror_pod"]
 
@@ -40,7 +40,7 @@ def mirror_pod(sp: StaticPod, node_name: str, node_uid: str) -> dict[str, Any]:
     ann[MIRROR_ANNOTATION] = sp.hash
     ann[HASH_ANNOTATION] = sp.hash
     ann[SOURCE_ANNOTATION] = "file"
-    ann[SEEN_ANNOTATION] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    ann[SEEN_ANNOTATION] = now_micro_time()
     meta["annotations"] = ann
     meta["ownerReferences"] = [
         {"apiVersion": "v1", "kind": "Node", "name": node_name, "uid": node_uid, "controller": True}

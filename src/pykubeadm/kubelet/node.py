@@ -9,7 +9,6 @@ every 10 s (jitter 0.04) and gets an ownerReference to the Node as soon as its U
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 import os
 import platform
@@ -21,6 +20,7 @@ from typing import Any
 from pykubeadm import constants as c
 from pykubeadm.kubelet.api import ApiError
 from pykubeadm.kubelet.podstatus import now as _now
+from pykubeadm.util.apitime import now_micro_time
 
 __all__ = [
     "NodeAgent",
@@ -36,10 +36,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _ARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le", "s390x": "s390x"}
-
-
-def _micro_now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _read(path: str) -> str:
@@ -365,7 +361,7 @@ class NodeAgent:
         spec = dict(lease.get("spec") or {})
         spec["holderIdentity"] = self.name
         spec["leaseDurationSeconds"] = self.lease_duration
-        spec["renewTime"] = _micro_now()
+        spec["renewTime"] = now_micro_time()
         lease["spec"] = spec
         return lease
 

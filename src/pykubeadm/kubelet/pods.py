@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pykubeadm.kubelet.api import ApiError
+from pykubeadm.kubelet.listwatch import list_then_watch
 from pykubeadm.kubelet.podworker import PodWorker
 from pykubeadm.kubelet.ports import NodePorts, host_port_conflict
 from pykubeadm.kubelet.shim import ShimProcess
@@ -100,45 +101,34 @@ class PodManager:
         if self.services is not None:  # containers get the Service variables: read the Services once first
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.services.synced.wait(), 10.0)
-        rv: str | None = None
-        delay = 0.2
-        while True:
-            client = self.client()
-            try:
-                if rv is None:
-                    listing = await client.get("/api/v1/pods", params={"fieldSelector": selector})
-                    rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
-                    seen = set()
-                    for pod in listing.get("items") or []:
-                        seen.add((pod.get("metadata") or {}).get("uid", ""))
-                        await self._upsert(pod)
-                    for uid in [u for u in self.workers if u not in seen]:
-                        await self._forget(uid)
-                    log.info("synced %d pods bound to node %s", len(seen), self.node_name)
-                    if not self._cleaned:
-                        self._cleaned = True
-                        await asyncio.to_thread(self._remove_orphans, seen)
-                    self.synced.set()
-                async for kind, obj in client.watch("/api/v1/pods", resource_version=rv, field_selector=selector):
-                    delay = 0.2
-                    if kind == "ERROR":
-                        rv = None if obj.get("code") == 410 else rv
-                        break
-                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                    if kind == "BOOKMARK":
-                        continue
-                    if kind == "DELETED":
-                        await self._forget((obj.get("metadata") or {}).get("uid", ""))
-                    else:
-                        await self._upsert(obj)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                if isinstance(e, ApiError) and e.status == 410:
-                    rv = None
-                log.info("pod watch for node %s ended: %s; retrying in %.1fs", self.node_name, e, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 7.0)
+        await list_then_watch(
+            self.client,
+            "/api/v1/pods",
+            self._on_list,
+            self._on_event,
+            field_selector=selector,
+            what=f"pod watch for node {self.node_name}",
+            log=log,
+        )
+
+    async def _on_list(self, pods: list[dict[str, Any]]) -> None:
+        seen = set()
+        for pod in pods:
+            seen.add((pod.get("metadata") or {}).get("uid", ""))
+            await self._upsert(pod)
+        for uid in [u for u in self.workers if u not in seen]:
+            await self._forget(uid)
+        log.info("synced %d pods bound to node %s", len(seen), self.node_name)
+        if not self._cleaned:
+            self._cleaned = True
+            await asyncio.to_thread(self._remove_orphans, seen)
+        self.synced.set()
+
+    async def _on_event(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            await self._forget((obj.get("metadata") or {}).get("uid", ""))
+        else:
+            await self._upsert(obj)
 
     def _objects(self) -> Any:
         """One ConfigMap/Secret cache for the node's Pods (TTL 1 min, the kubelet's default), when podenv has one."""

@@ -6,18 +6,15 @@ lastTransitionTime only moves when the condition's status changes (`Conditions` 
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from lightkube.utils.quantity import parse_quantity
 
+from pykubeadm.util.apitime import now_time as now
+
 __all__ = ["Conditions", "now", "pod_phase", "qos_class"]
-
-
-def now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def pod_phase(

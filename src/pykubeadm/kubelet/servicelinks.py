@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from pykubeadm.kubelet.api import ApiError
+from pykubeadm.kubelet.listwatch import list_then_watch
 
 __all__ = ["ServiceLinks", "service_env"]
 
@@ -83,32 +83,17 @@ class ServiceLinks:
         return service_env(self.services.values(), ns, spec.get("enableServiceLinks", True) is not False)
 
     async def run(self) -> None:
-        rv: str | None = None
-        delay = 0.2
-        while True:
-            client = self.client()
-            try:
-                if rv is None:
-                    listing = await client.get("/api/v1/services")
-                    rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
-                    self.services = {s["metadata"]["uid"]: s for s in listing.get("items") or []}
-                    self.synced.set()
-                async for kind, obj in client.watch("/api/v1/services", resource_version=rv):
-                    delay = 0.2
-                    if kind == "ERROR":
-                        rv = None if obj.get("code") == 410 else rv
-                        break
-                    meta = obj.get("metadata") or {}
-                    rv = str(meta.get("resourceVersion") or rv)
-                    if kind == "DELETED":
-                        self.services.pop(meta.get("uid", ""), None)
-                    elif kind in ("ADDED", "MODIFIED"):
-                        self.services[meta.get("uid", "")] = obj
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                if isinstance(e, ApiError) and e.status == 410:
-                    rv = None
-                log.info("service watch ended: %s; retrying in %.1fs", e, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 7.0)
+        await list_then_watch(
+            self.client, "/api/v1/services", self._on_list, self._on_event, what="service watch", log=log
+        )
+
+    async def _on_list(self, services: list[dict[str, Any]]) -> None:
+        self.services = {s["metadata"]["uid"]: s for s in services}
+        self.synced.set()
+
+    async def _on_event(self, kind: str, obj: dict[str, Any]) -> None:
+        uid = (obj.get("metadata") or {}).get("uid", "")
+        if kind == "DELETED":
+            self.services.pop(uid, None)
+        elif kind in ("ADDED", "MODIFIED"):
+            self.services[uid] = obj

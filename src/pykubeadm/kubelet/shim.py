@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pykubeadm.kubelet import runtime
+from pykubeadm.util.procstat import stat_fields
 
 __all__ = ["DirectProcess", "FifoWriter", "ShimProcess", "proc_start_time"]
 
@@ -61,12 +62,8 @@ _SHIM = (
 
 def proc_start_time(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (guards against pid reuse), or None if it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] == "Z":
+    fields = stat_fields(pid)
+    if fields is None or fields[0] == "Z":
         return None
     return int(fields[19])
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from pykubeadm import constants as c
 from pykubeadm.layout import Layout
 from pykubeadm.util.fs import ensure_dir
+from pykubeadm.util.procstat import is_running
 
 __all__ = [
     "discard_prewarmed_kubelets",
@@ -214,17 +215,9 @@ def stop_kubelet(layout: Layout, timeout: float = 15.0) -> bool:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie child of ours counts as gone.
+    # A zombie child of ours is reaped here; any zombie counts as gone.
     with contextlib.suppress(ChildProcessError):
         done, _ = os.waitpid(pid, os.WNOHANG)
         if done:
             return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+    return is_running(pid)

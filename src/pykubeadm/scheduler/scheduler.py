@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 from lightkube.resources.core_v1 import Node, Pod, PodBinding, PodStatus
@@ -24,6 +23,7 @@ from pykubeadm.controllers.runtime import Controller, TemporaryError
 from pykubeadm.scheduler.binder import choose_node, is_pending, unschedulable_message
 from pykubeadm.scheduler.metrics import SchedulerMetrics
 from pykubeadm.scheduler.nodeinfo import NodeInfo, pod_info
+from pykubeadm.util.apitime import now_time
 
 __all__ = ["SCHEDULER_NAME", "SchedulerController"]
 
@@ -200,7 +200,7 @@ class SchedulerController(Controller):
                 "reason": "Unschedulable",
                 "message": message,
                 "lastProbeTime": None,
-                "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "lastTransitionTime": now_time(),
             }
         )
         status["conditions"] = conditions

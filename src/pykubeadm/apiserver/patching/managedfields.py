@@ -7,7 +7,6 @@ handler (Apply); field sets come from fieldsets.py, shaped by the kind's OpenAPI
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +15,7 @@ from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.openapi import definitions as defs
 from pykubeadm.apiserver.openapi.fields import schema_of
 from pykubeadm.apiserver.patching import fieldsets as fs
+from pykubeadm.util.apitime import now_time
 
 __all__ = ["FieldManager", "apply_configuration", "manager_from", "record_update"]
 
@@ -39,10 +39,6 @@ def manager_from(field_manager: str, user_agent: str) -> str:
     if field_manager:
         return field_manager
     return user_agent.split("/", 1)[0][:_MAX_MANAGER]
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _strip(s: fs.FieldSet, has_status: bool, subresource: str) -> fs.FieldSet:
@@ -99,7 +95,7 @@ def _entry(fm: FieldManager, operation: str, fields: fs.FieldSet) -> Obj:
         "manager": fm.manager,
         "operation": operation,
         "apiVersion": fm.api_version,
-        "time": _now(),
+        "time": now_time(),
         "fieldsType": "FieldsV1",
         "fieldsV1": fields,
     }

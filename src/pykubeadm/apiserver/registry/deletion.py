@@ -16,8 +16,8 @@ import datetime as dt
 from typing import Any
 
 from pykubeadm.apiserver import status as st
-from pykubeadm.apiserver.printing import parse_time
 from pykubeadm.apiserver.registry.base import Obj, Strategy
+from pykubeadm.util.apitime import format_time, parse_time
 
 __all__ = [
     "FOREGROUND_FINALIZER",
@@ -33,10 +33,6 @@ __all__ = [
 ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"
 _GC_FINALIZERS = (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)
-
-
-def _fmt(t: dt.datetime) -> str:
-    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def normalize_options(options: dict[str, Any] | None) -> dict[str, Any]:
@@ -105,13 +101,13 @@ def plan_deletion(strategy: Strategy, obj: Obj, options: dict[str, Any], now: dt
             if grace is None or int(grace) >= period:
                 return "pending"
             started = (parse_time(meta["deletionTimestamp"]) or now) - dt.timedelta(seconds=period)
-            meta["deletionTimestamp"] = _fmt(started + dt.timedelta(seconds=int(grace)))
+            meta["deletionTimestamp"] = format_time(started + dt.timedelta(seconds=int(grace)))
             meta["deletionGracePeriodSeconds"] = int(grace)
             graceful = int(grace) > 0
     elif strategy.graceful_delete(obj, options):
         period = int(meta.get("deletionGracePeriodSeconds") or 0)
         if period > 0:
-            meta["deletionTimestamp"] = _fmt(now + dt.timedelta(seconds=period))
+            meta["deletionTimestamp"] = format_time(now + dt.timedelta(seconds=period))
             _bump_generation(meta)
             graceful = True
         else:
@@ -127,7 +123,7 @@ def plan_deletion(strategy: Strategy, obj: Obj, options: dict[str, Any], now: dt
         if not graceful:  # markAsDeleting
             if not meta.get("deletionTimestamp"):
                 _bump_generation(meta)
-                meta["deletionTimestamp"] = _fmt(now)
+                meta["deletionTimestamp"] = format_time(now)
             meta["deletionGracePeriodSeconds"] = 0
         strategy.prepare_for_delete(obj)
         return "keep"

@@ -4,23 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from pykubeadm.apiserver.admission.priority import SYSTEM_PRIORITY_CLASSES
 from pykubeadm.apiserver.printing import AGE_COL, NAME_COL, age, col
 from pykubeadm.apiserver.registry.base import Obj, RequestContext, Strategy, field_immutable, field_invalid, required
 from pykubeadm.apiserver.status import Cause
 
 __all__ = ["HIGHEST_USER_PRIORITY", "SYSTEM_CLASSES", "PriorityClassStrategy"]
 
-#: The two built-in classes kube-apiserver creates at start.
-SYSTEM_CLASSES = {
-    "system-node-critical": (
-        2000001000,
-        "Used for system critical pods that must not be moved from their current node.",
-    ),
-    "system-cluster-critical": (
-        2000000000,
-        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
-    ),
-}
+#: The two built-in classes kube-apiserver creates at start (one table, kept by the Priority admission plugin).
+SYSTEM_CLASSES = SYSTEM_PRIORITY_CLASSES
 HIGHEST_USER_PRIORITY = 1_000_000_000
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pykubeadm.apiserver.registry.base import Obj, RequestContext, Strategy, field_immutable, field_invalid, required
+from pykubeadm.apiserver.registry.jobspec import nonnegative
 from pykubeadm.apiserver.registry.podspec import default_pod_spec, validate_pod_spec
 from pykubeadm.apiserver.selectors import parse_label_selector
 from pykubeadm.apiserver.status import Cause
@@ -74,15 +75,6 @@ def validate_workload(obj: Obj) -> list[Cause]:
     return causes
 
 
-def _nonnegative(spec: Obj, key: str, path: str) -> list[Cause]:
-    v = spec.get(key)
-    if v is None:
-        return []
-    if not isinstance(v, int) or isinstance(v, bool):
-        return [field_invalid(f"{path}.{key}", v, "must be an integer")]
-    return [field_invalid(f"{path}.{key}", v, "must be greater than or equal to 0")] if v < 0 else []
-
-
 def validate_replicas_template(obj: Obj) -> list[Cause]:
     """ValidateReplicaSetSpec: replicas and minReadySeconds >= 0, the selector/template rules of `validate_workload`,
     restartPolicy Always and no activeDeadlineSeconds in the template (ValidatePodTemplateSpecForReplicaSet)."""
@@ -90,7 +82,7 @@ def validate_replicas_template(obj: Obj) -> list[Cause]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return causes
-    causes += _nonnegative(spec, "replicas", "spec") + _nonnegative(spec, "minReadySeconds", "spec")
+    causes += nonnegative(spec, "replicas", "spec") + nonnegative(spec, "minReadySeconds", "spec")
     pod = ((spec.get("template") or {}).get("spec")) if isinstance(spec.get("template"), dict) else None
     if isinstance(pod, dict):
         policy = pod.get("restartPolicy", "Always")

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pykubeadm import constants as c
+from pykubeadm.util.procstat import stat_fields
 
 __all__ = ["node_processes", "orphaned_pod_processes", "stop_processes"]
 
@@ -128,11 +129,10 @@ def node_processes(root: Path) -> list[int]:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        state = (_PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+    fields = stat_fields(pid, _PROC)
+    if fields is None:
         return False
-    if state == "Z":
+    if fields[0] == "Z":
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(pid, os.WNOHANG)
         return False

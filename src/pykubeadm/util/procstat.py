@@ -1,0 +1,28 @@
+"""One read of /proc/PID/stat: the fields after the command name, and whether the process is still running (a zombie
+counts as gone), for the liveness checks of the kubelet's shims, `kubeadm reset` and the kubelet service.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["is_running", "stat_fields"]
+
+_PROC = Path("/proc")
+
+
+def stat_fields(pid: int, proc: Path = _PROC) -> list[str] | None:
+    """The fields of /proc/PID/stat after `(comm)` ([0] state, [1] ppid, ... [19] start time), None if it is gone."""
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    _, sep, rest = stat.rpartition(")")
+    fields = rest.split()
+    return fields if sep and fields else None
+
+
+def is_running(pid: int, proc: Path = _PROC) -> bool:
+    """The process exists and is not a zombie (one read of its stat)."""
+    fields = stat_fields(pid, proc)
+    return fields is not None and fields[0] != "Z"
