@@ -10,17 +10,20 @@ its user and path only, and each schema and priority level has a UID fixed per n
 
 from __future__ import annotations
 
+import os
 import uuid
 
 from aiohttp import web
 
 from pykubeadm.apiserver.authn.user import UserInfo
+from pykubeadm.apiserver.handlers.context import INFO_KEY, USER_KEY
 
 __all__ = ["AUDIT_ID_KEY", "audit_id", "classify", "on_response_prepare"]
 
 AUDIT_ID_KEY = web.RequestKey("audit_id", str)
 _NS = uuid.UUID("6ba7b811-9dad-11d1-80b4-00c04fd430c8")  # RFC 4122 URL namespace
 _PROBES = ("/healthz", "/livez", "/readyz")
+_PROBE_PREFIXES = tuple(p + "/" for p in _PROBES)
 _LONG_RUNNING_SUBS = frozenset({"exec", "attach", "portforward", "log", "proxy"})
 
 
@@ -31,11 +34,20 @@ def _uid(kind: str, name: str) -> str:
 _UIDS: dict[tuple[str, str], tuple[str, str]] = {}
 
 
+def _uuid4() -> str:
+    """str(uuid.uuid4()) without building a UUID object (a third of a GET's audit-ID cost)."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40  # version 4
+    b[8] = (b[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 def audit_id(request: web.Request) -> str:
     """The request's audit ID (kube's WithAuditInit): the client's `Audit-ID` header, else a new UUID."""
     aid = request.get(AUDIT_ID_KEY)
     if aid is None:
-        aid = request.headers.get("Audit-ID") or str(uuid.uuid4())
+        aid = request.headers.get("Audit-ID") or _uuid4()
         request[AUDIT_ID_KEY] = aid
     return aid
 
@@ -45,7 +57,7 @@ def classify(user: UserInfo, path: str, resource: str = "") -> tuple[str, str]:
     groups = user.groups
     if "system:masters" in groups:
         return "exempt", "exempt"
-    if path.rstrip("/") in _PROBES or path.startswith(tuple(p + "/" for p in _PROBES)):
+    if path.rstrip("/") in _PROBES or path.startswith(_PROBE_PREFIXES):
         return "probes", "exempt"
     if user.name in ("system:kube-controller-manager", "system:kube-scheduler") and resource == "leases":
         return "system-leader-election", "leader-election"
@@ -67,8 +79,6 @@ def classify(user: UserInfo, path: str, resource: str = "") -> tuple[str, str]:
 
 
 async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
-    from pykubeadm.apiserver.handlers.context import INFO_KEY, USER_KEY
-
     response.headers["Audit-Id"] = audit_id(request)
     user = request.get(USER_KEY)
     if user is None:

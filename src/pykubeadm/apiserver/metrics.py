@@ -100,6 +100,23 @@ class ApiMetrics:
         self.inflight.labels("readOnly").set(0)
         self.inflight.labels("mutating").set(0)
         r.register(_WatcherCollector(self))
+        #: labelled children by label values (prometheus_client's labels() validates and locks on every call)
+        self._children: dict[tuple[str, ...], _Series] = {}
+
+    def series(self, labels: tuple[str, ...], long_running: bool, kind: str) -> _Series:
+        """The labelled children one request updates, made once per distinct label values (the verb label decides
+        `long_running` and `kind`, so they need not be part of the key)."""
+        s = self._children.get(labels)
+        if s is None:
+            gauge = self.longrunning.labels(*labels[:1], *labels[2:]) if long_running else self.inflight.labels(kind)
+            s = self._children[labels] = _Series(gauge, None if long_running else self.duration.labels(*labels))
+        return s
+
+    def count(self, series: _Series, labels: tuple[str, ...], code: int) -> None:
+        counter = series.by_code.get(code)
+        if counter is None:
+            counter = series.by_code[code] = self.requests.labels(*labels, str(code))
+        counter.inc()
 
     def labels(self, info: RequestInfo, dry_run: bool, verb: str) -> tuple[str, ...]:
         scope = "resource" if info.name else "namespace" if info.namespace else "cluster"
@@ -108,6 +125,17 @@ class ApiMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _Series:
+    """One label set's children: its in-flight (or long-running) gauge, its duration histogram, counters by code."""
+
+    __slots__ = ("by_code", "duration", "gauge")
+
+    def __init__(self, gauge: Any, duration: Any) -> None:
+        self.gauge = gauge
+        self.duration = duration
+        self.by_code: dict[int, Any] = {}
 
 
 class _WatcherCollector:
@@ -161,8 +189,8 @@ def metrics_middleware() -> Callable[..., Awaitable[web.StreamResponse]]:
         long_running = info.verb in _LONG_RUNNING or info.subresource in _LONG_RUNNING
         verb = _verb(request, info)
         labels = metrics.labels(info, "dryRun" in request.query, verb)
-        kind = "readOnly" if info.verb in _READ_ONLY else "mutating"
-        gauge = metrics.longrunning.labels(*labels[:1], *labels[2:]) if long_running else metrics.inflight.labels(kind)
+        series = metrics.series(labels, long_running, "readOnly" if info.verb in _READ_ONLY else "mutating")
+        gauge = series.gauge
         gauge.inc()
         start = time.perf_counter()
         code = 500
@@ -178,9 +206,9 @@ def metrics_middleware() -> Callable[..., Awaitable[web.StreamResponse]]:
             raise
         finally:
             gauge.dec()
-            metrics.requests.labels(*labels, str(code)).inc()
-            if not long_running:
-                metrics.duration.labels(*labels).observe(time.perf_counter() - start)
+            metrics.count(series, labels, code)
+            if series.duration is not None:
+                series.duration.observe(time.perf_counter() - start)
 
     return middleware
 
