@@ -170,13 +170,13 @@ async def namespace_controller(state: ApiState, interval: float = 1.0) -> None:
                     await _finalize_namespace(state, ns)
             start = int(page.resource_version) + 1
             # Wake on the next namespace change, or after `interval` to retry leftovers.
-            it = store.watch(None, start, LabelSelector(), FieldSelector())
+            # (the watcher itself: a cancelled wait_for() around an async generator's __anext__ could leave the
+            # apiserver's shutdown waiting for this task for ever)
+            w = await store.open_watch(None, start, LabelSelector(), FieldSelector())
             try:
-                with contextlib.suppress(TimeoutError, StopAsyncIteration):
-                    await asyncio.wait_for(it.__anext__(), timeout=interval if _any_terminating(page.items) else 30)
+                await w.wait(interval if _any_terminating(page.items) else 30)
             finally:
-                with contextlib.suppress(BaseException):
-                    await it.aclose()
+                w.close()
         except asyncio.CancelledError:
             raise
         except Exception:

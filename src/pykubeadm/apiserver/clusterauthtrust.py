@@ -232,13 +232,15 @@ class ClusterAuthenticationTrustController:
     async def _wait_for_change(self, since: int, timeout: float) -> None:
         """Return on the first change of the ConfigMap after revision `since`, or after `timeout` seconds."""
         store = self.state.store("configmaps")
-        it = store.watch(NAMESPACE, since + 1, LabelSelector(), FieldSelector((("metadata.name", True, NAME),)))
+        # The watcher itself, not the async-iterator form: a cancelled wait_for() around an async generator's
+        # __anext__ could leave the controller's cancellation waiting for ever.
+        w = await store.open_watch(
+            NAMESPACE, since + 1, LabelSelector(), FieldSelector((("metadata.name", True, NAME),))
+        )
         try:
-            with contextlib.suppress(TimeoutError, StopAsyncIteration):
-                await asyncio.wait_for(it.__anext__(), timeout)
+            await w.wait(timeout)
         finally:
-            with contextlib.suppress(BaseException):
-                await it.aclose()
+            w.close()
 
     async def run(self) -> None:
         log.info("Starting cluster_authentication_trust_controller controller")
