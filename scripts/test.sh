@@ -10,7 +10,9 @@ echo "[test] mypy"
 .venv/bin/mypy
 echo "[test] pytest"
 set +e
-.venv/bin/pytest -q -rfEs --durations=15 "$@"
+# Two workers (pytest-xdist); tests that share a host resource (fixed loopback addresses, kubeadm's default ports) run
+# in one worker one after another: SHARED_HOST_RESOURCES in tests/conftest.py.
+.venv/bin/pytest -q -rfEs --durations=15 -n 2 --dist loadgroup "$@"
 rc=$?
 set -e
 if [ "$rc" = 5 ]; then

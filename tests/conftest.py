@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +30,94 @@ def run_pykubeadm(
     if check and res.returncode != 0:
         raise AssertionError(f"pykubeadm {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
     return res
+
+
+#: Tests that share something of the host besides their own free ports, by the test paths (a module or a directory,
+#: relative to the repo) that share it. Under pytest-xdist (`-n 2 --dist loadgroup`, as scripts/test.sh runs the suite)
+#: each set is one unit of work: one worker runs its modules one after another, never two of them at once.
+#: Every other module is a unit of its own (its module-scoped fixtures start once, on one worker), so a new module
+#: runs beside the others: it must use free ports (`free_port()`), or loopback addresses no other module uses (labs:
+#: an address prefix of their own, 127.0.N., which also gives them their own Service network), or be listed here.
+SHARED_HOST_RESOURCES: dict[str, tuple[str, ...]] = {
+    # The e2e labs, one at a time: each is some twenty processes, and two lab bring-ups at once on a 2-core runner
+    # stretch the timing-sensitive checks (rollout availability, leader leases, an upgrade while serving). With them:
+    # what shares 127.0.10.x with the default lab (test_lab, test_pods): its nodes 127.0.10.1 and up (kubelets
+    # :10250/:10248, kube-proxies, etcd) and its Service network 127.96.0.0/16 (ClusterIP listeners with SO_REUSEPORT);
+    # reset's node runs kubeadm's default control plane on 127.0.10.1, which also binds 127.0.0.1:2379/2381/10257/10259;
+    # the external etcd of `lab stop` uses 127.0.10.241-243.
+    "e2e-labs": (
+        "tests/e2e/",
+        "tests/integration/reset/",
+        "tests/integration/ha/test_lab_stop_servers.py",
+    ),
+    # Kubelets on fixed addresses (127.0.10.11-41, 127.0.0.1 with --node-ip); two modules share 127.0.10.31.
+    "kubelets-127.0.10.1x": ("tests/integration/kubelet/",),
+    # kube-proxies of nodes 127.0.10.201-203 whose ClusterIP listeners (SO_REUSEPORT) are on a /16 the module picks.
+    "kube-proxy": ("tests/integration/proxy/",),
+    # Nodes on 127.0.19.x; SIGSTOPped and clock-shifted processes.
+    "faults-127.0.19": ("tests/integration/faults/",),
+}
+
+
+def xdist_unit(nodeid: str) -> str:
+    """The unit of work of a test under `--dist loadgroup`: its set in SHARED_HOST_RESOURCES, else its module."""
+    path = nodeid.split("::", 1)[0]
+    for group, members in SHARED_HOST_RESOURCES.items():
+        if any(path == m or (m.endswith("/") and path.startswith(m)) for m in members):
+            return group
+    return path
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: absent without it
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup` by SHARED_HOST_RESOURCES (and modules), with the units in collection order (e2e labs first,
+    the many small unit-test modules last, which evens out the end). xdist's own loadgroup reads `xdist_group` marks
+    into node ids, which pytest 9 no longer lets it rewrite, so the grouping is done here, from the node ids."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    class SharedResourceScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_unit(nodeid)
+
+    config.option.loadscopereorder = False
+    return SharedResourceScheduling(config, log)
+
+
+#: Modules whose built-in kubelets listen on every address (an `init` without `node-ip`: :10250 on 0.0.0.0, healthz on
+#: 127.0.0.1:10248, as on a real node): no other kubelet can bind :10250 on any address meanwhile, nor a preflight pass.
+WILDCARD_KUBELET_MODULES = (
+    "tests/unit/cli/test_init.py",
+    "tests/unit/manifests/test_manifests_cli.py",
+    "tests/integration/reset/test_reset_processes.py",
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _kubelet_port_lock(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Under xdist: a module of WILDCARD_KUBELET_MODULES runs while no integration or e2e module (kubelets, labs, their
+    preflight checks of :10250 on their own addresses) runs on another worker, and the other way round. A lock file of
+    the run shared by the workers: exclusive for the first, shared for the second, held for the whole module (its
+    module-scoped labs included)."""
+    if not hasattr(request.config, "workerinput"):
+        yield  # one process: one test at a time anyway
+        return
+    path = request.node.nodeid.split("::", 1)[0]
+    if path in WILDCARD_KUBELET_MODULES:
+        mode = fcntl.LOCK_EX
+    elif path.startswith(("tests/integration/", "tests/e2e/")):
+        mode = fcntl.LOCK_SH
+    else:
+        yield
+        return
+    lock = tmp_path_factory.getbasetemp().parent / "kubelet-port.lock"  # the run's dir, above each worker's own
+    with open(lock, "a") as fh:
+        fcntl.flock(fh, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 @pytest.fixture

@@ -283,7 +283,11 @@ def test_init_containers_run_in_order_before_the_containers(lab: Lab) -> None:
 
 
 def test_active_deadline_fails_the_pod_and_stops_its_process(lab: Lab) -> None:
-    apply(lab, simple_pod("deadline", "busybox", ["sh", "-c", "sleep 3600"], activeDeadlineSeconds=2))
+    # the kubelet stops it as a deleted Pod is stopped, with its grace period: sh (pid 1 of its namespace) ignores TERM,
+    # so that is SIGKILL after 1 s here rather than the default 30 s
+    deadline = simple_pod("deadline", "busybox", ["sh", "-c", "sleep 3600"], activeDeadlineSeconds=2)
+    deadline["spec"]["terminationGracePeriodSeconds"] = 1
+    apply(lab, deadline)
     pod = wait_for(lambda: (p := pod_json(lab, "deadline")) and p["status"].get("phase") == "Failed" and p, 60, "fail")
     assert pod["status"]["reason"] == "DeadlineExceeded"
     assert pod["status"]["message"] == "Pod was active on the node longer than the specified deadline"

@@ -186,6 +186,9 @@ WEB_DEPLOYMENT: dict[str, Any] = {
                     }
                 ],
                 "volumes": [{"name": "www", "emptyDir": {}}],
+                # http.server is pid 1 of its namespace and ignores TERM: scaled to 0, its Pods are SIGKILLed after
+                # 1 s instead of the default 30 s (the Service answers until they are gone)
+                "terminationGracePeriodSeconds": 1,
             },
         },
     },

@@ -100,6 +100,10 @@ def test_in_cluster_credentials_and_reload(api, coredns_token, upstream, tmp_pat
                 break
             time.sleep(0.05)
         assert reply.answer and reply.answer[0].ttl == 7, server.output()
+        # logged once the new instance's plugins have started, which may be just after its first answer
+        deadline = time.monotonic() + 30
+        while "[INFO] Reloading complete" not in server.output() and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert "[INFO] Reloading complete" in server.output()
 
         # a broken update is reported and the running configuration stays

@@ -47,8 +47,10 @@ def wait_until(cond: Callable[[], Any], timeout: float = 30.0, what: str = "cond
 
 @pytest.fixture(scope="module")
 def service_range() -> str:
-    """A /16 of 127.0.0.0/8 of this module's own (never 127.0.x), so parallel runs do not share ClusterIPs."""
-    return f"127.{random.randint(100, 250)}.0.0/16"
+    """A /16 of 127.0.0.0/8 of this module's own (never 127.0.x), so parallel runs do not share ClusterIPs: above the
+    labs' Service networks (127.96-144.0.0/16 for prefixes 127.0.10-58., `lab.nodes.service_subnet`), which run beside
+    this module under xdist."""
+    return f"127.{random.randint(200, 250)}.0.0/16"
 
 
 @pytest.fixture(scope="module")
