@@ -1,6 +1,10 @@
 """Wall time of `pykubeadm lab up --workers 2` until every Node is Ready, and of one extra `lab join`, median of N runs,
 with the peak RSS (VmHWM) of every process of the lab. Prints JSON.
 
+The join is timed twice per run: at once after `lab up` returned (`join_after_up_s`: the lab's Pods — CoreDNS, a
+kube-proxy per node — are still starting and share the 2 cores with it), and once every Pod of the lab is running
+(`join_s`, the target's figure: a node added to a running lab).
+
 Targets on a 2-core machine (issue #17): lab up <= 2.0 s median, one join <= 0.5 s, the whole control plane + kubelet
 <= 300 MB RSS. The load average is printed with the figures; `lab_processes_cpu_s` (CPU seconds every process of the
 lab used until the join returned) is the load-independent cost.
@@ -70,6 +74,23 @@ def _peak_rss_mb(pid: int) -> float | None:
     return None
 
 
+def _settle(lab_dir: Path, timeout: float = 60.0) -> None:
+    """Wait until every Pod of the lab is Running (or Succeeded)."""
+    from lightkube.resources.core_v1 import Pod
+
+    from pykubeadm.client import sync_client
+    from pykubeadm.lab.cluster import admin_kubeconfig
+
+    deadline = time.monotonic() + timeout
+    with sync_client(admin_kubeconfig(lab_dir)) as client:
+        while time.monotonic() < deadline:
+            pods = list(client.list(Pod, namespace="*"))
+            if pods and all(p.status is not None and p.status.phase in ("Running", "Succeeded") for p in pods):
+                return
+            time.sleep(0.1)
+    raise SystemExit(f"the lab's Pods were not all Running within {timeout:g}s")
+
+
 def one_run(workers: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="lab-bench") as tmp:
         lab_dir = Path(tmp) / "lab"
@@ -79,11 +100,15 @@ def one_run(workers: int) -> dict[str, Any]:
         try:
             if res.returncode != 0:
                 raise SystemExit(f"lab up failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
-            t1 = time.perf_counter()
-            res = _pykubeadm("lab", "join", "--dir", str(lab_dir))
-            join = time.perf_counter() - t1
-            if res.returncode != 0:
-                raise SystemExit(f"lab join failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+            timed = []
+            for _ in range(2):
+                t1 = time.perf_counter()
+                res = _pykubeadm("lab", "join", "--dir", str(lab_dir))
+                timed.append(time.perf_counter() - t1)
+                if res.returncode != 0:
+                    raise SystemExit(f"lab join failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+                _settle(lab_dir)
+            join_after_up, join = timed
             procs = _processes(lab_dir)
             rss = {role: _peak_rss_mb(pid) for pid, role in procs.items()}
             cpu = sum(_cpu_s(pid) for pid in procs)
@@ -100,6 +125,7 @@ def one_run(workers: int) -> dict[str, Any]:
         return {
             "up_s": up,
             "join_s": join,
+            "join_after_up_s": join_after_up,
             "lab_processes_cpu_s": cpu,
             "peak_rss_mb": rss,
             "control_plane_and_kubelet_mb": sum(cp.values()),
@@ -115,6 +141,7 @@ def main() -> None:
     runs = [one_run(args.workers) for _ in range(args.runs)]
     ups = [float(r["up_s"]) for r in runs]
     joins = [float(r["join_s"]) for r in runs]
+    joins_busy = [float(r["join_after_up_s"]) for r in runs]
     mem = max(float(r["control_plane_and_kubelet_mb"]) for r in runs)
     print(
         json.dumps(
@@ -126,6 +153,8 @@ def main() -> None:
                 "lab_up_runs_s": [round(x, 3) for x in ups],
                 "join_median_s": round(statistics.median(joins), 3),
                 "join_runs_s": [round(x, 3) for x in joins],
+                "join_after_up_median_s": round(statistics.median(joins_busy), 3),
+                "join_after_up_runs_s": [round(x, 3) for x in joins_busy],
                 "lab_processes_cpu_s_median": round(
                     statistics.median(float(r["lab_processes_cpu_s"]) for r in runs), 2
                 ),

@@ -27,6 +27,7 @@ import yaml
 from pykubeadm import constants as c
 from pykubeadm.bootstrap.token import generate_token
 from pykubeadm.errors import KubeadmError
+from pykubeadm.lab import forkcli
 from pykubeadm.lab.loadbalancer import LB_OCTET, LoadBalancer, haproxy_binary
 from pykubeadm.lab.nodes import (
     LAB_STATE_DIR,
@@ -45,6 +46,11 @@ from pykubeadm.lab.nodes import (
 )
 from pykubeadm.lab.settings import LabSettings, lab_settings, load_balancer, save_settings, state_dir
 from pykubeadm.layout import Layout
+from pykubeadm.phases.kubeletservice import (
+    discard_prewarmed_kubelets,
+    prewarm_kubelet,
+    release_prewarmed_kubelets,
+)
 from pykubeadm.pki.certs import try_load_cert
 from pykubeadm.pki.keys import public_key_pin
 from pykubeadm.util.fs import write_file_atomic
@@ -132,26 +138,17 @@ def _token(lab_dir: Path) -> str:
     return str(docs[0]["bootstrapTokens"][0]["token"])
 
 
-def _start(node: LabNode, *args: str) -> subprocess.Popen[bytes]:
-    log = open(node.log_file, "ab")  # noqa: SIM115 - owned by the child
-    try:
-        return subprocess.Popen(
-            pykubeadm_command(node, *args),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=child_env(),
-        )
-    finally:
-        log.close()
+def _start(node: LabNode, *args: str) -> forkcli.Child:
+    """`pykubeadm --root-dir NODE ARGS...` with its output in the node's log file."""
+    return forkcli.start(node.root, list(args), node.log_file)
 
 
-def _start_join(node: LabNode, endpoint: str, token: str, ca_hash: str) -> subprocess.Popen[bytes]:
+def _start_join(node: LabNode, endpoint: str, token: str, ca_hash: str) -> forkcli.Child:
     write_node_files(node, join_config(node, endpoint, token, ca_hash))
     return _start(node, "join", "--config", str(node.config_file))
 
 
-def _wait_joins(procs: dict[str, tuple[LabNode, subprocess.Popen[bytes]]], out: Out) -> None:
+def _wait_joins(procs: dict[str, tuple[LabNode, forkcli.Child]], out: Out) -> None:
     failed = []
     for name, (node, proc) in procs.items():
         if proc.wait() != 0:
@@ -164,6 +161,17 @@ def _wait_joins(procs: dict[str, tuple[LabNode, subprocess.Popen[bytes]]], out: 
         raise KubeadmError(
             f"lab: joining {', '.join(failed)} failed; logs are in {next(iter(procs.values()))[0].state}"
         )
+
+
+def _prepare_joins(roots: list[Path]) -> None:
+    """Before the joins (while init works, or at once for `lab join`): start each node's kubelet interpreter and
+    import what `join` runs, so that the forked joins begin with both (see lab.forkcli). Nothing when the lab process
+    cannot fork: then every join is a new interpreter that warms its own kubelet."""
+    if not forkcli.can_fork():
+        return
+    for root in roots:
+        prewarm_kubelet(Layout(root=root))
+    forkcli.preload(forkcli.JOIN_MODULES)
 
 
 def _import_api_client() -> None:
@@ -296,18 +304,25 @@ def lab_up(
         _init_ha_first(lab_dir, cp, token, settings, lb, out, kubernetes_version)
     out(f"[lab] Creating {cp.name} on {cp.address} (root {cp.root}, datastore {datastore}, endpoint {endpoint})")
     args = ["init", "--config", str(cp.config_file)] + (["--upload-certs"] if ha else [])
-    res = subprocess.run(pykubeadm_command(cp, *args), env=child_env(), stdin=subprocess.DEVNULL, check=False)
-    if res.returncode != 0:
-        raise KubeadmError(f"lab: 'pykubeadm {' '.join(args)}' on {cp.name} failed (exit {res.returncode})")
+    init = forkcli.start(cp.root, args)
+    planned = list(nodes)
+    joining = []
+    for _ in range(workers):  # the names and addresses the workers will have, registered once init succeeded
+        joining.append(new_node(lab_dir, planned, control_plane=False))
+        planned.append(joining[-1])
+    _prepare_joins([n.root for n in joining])  # while init works
+    if init.wait() != 0:
+        discard_prewarmed_kubelets()
+        raise KubeadmError(f"lab: 'pykubeadm {' '.join(args)}' on {cp.name} failed (exit {init.returncode})")
     ca_hash = _ca_hash(lab_dir)
     procs = {}
-    for _ in range(workers):  # workers join while the control planes join one after another
-        node = new_node(lab_dir, nodes, control_plane=False)
+    for node in joining:  # workers join while the control planes join one after another
         nodes.append(node)
         save_registry(lab_dir, nodes)
         write_image_map(node, image_map or {})
         out(f"[lab] Joining {node.name} on {node.address}")
         procs[node.name] = (node, _start_join(node, endpoint, token, ca_hash))
+    release_prewarmed_kubelets()  # each forked join has its own
     _import_api_client()  # while the joins run
     for _ in range(control_planes - 1):
         node = new_node(lab_dir, nodes, control_plane=True)
@@ -428,15 +443,18 @@ def lab_join(lab_dir: Path, out: Out = print, control_plane: bool = False, name:
     first = next(n for n in nodes if n.control_plane)
     write_image_map(node, _image_map_of(first))
     token, ca_hash = _token(lab_dir), _ca_hash(lab_dir)
-    _import_api_client()
     if control_plane:
+        _import_api_client()
         _ensure_uploaded_certs(lab_dir, out)
         _join_control_plane(lab_dir, node, s, token, ca_hash, out)
     else:
         lb = load_balancer(lab_dir, s)
         endpoint = lb.endpoint if lb else f"{first.address}:{c.KUBE_APISERVER_PORT}"
+        _prepare_joins([node.root])
         out(f"[lab] Joining {node.name} on {node.address}")
         proc = _start_join(node, endpoint, token, ca_hash)
+        release_prewarmed_kubelets()
+        _import_api_client()  # while the join runs
         _wait_joins({node.name: (node, proc)}, out)
     wait_ready(lab_dir, [node.name], out)
     return node

@@ -40,6 +40,7 @@ __all__ = [
     "kubelet_pid",
     "kubelet_will_start",
     "prewarm_kubelet",
+    "release_prewarmed_kubelets",
     "start_kubelet",
     "stop_kubelet",
     "uses_systemd",
@@ -121,10 +122,23 @@ def prewarm_kubelet(layout: Layout) -> None:
 def discard_prewarmed_kubelets() -> None:
     """Stop the warm kubelets that were never started (the command failed or skipped kubelet-start)."""
     while _prewarmed:
-        _, proc = _prewarmed.popitem()
-        with contextlib.suppress(OSError):
-            proc.kill()
+        root, proc = _prewarmed.popitem()
+        # By pid, after checking it is still this node's kubelet: in a join the lab forked (lab.forkcli) it is not our
+        # child, and Popen.kill() would take "not my child" for "already ended" and send nothing.
+        if _is_our_kubelet(proc.pid, Layout(root=Path(root))):
+            with contextlib.suppress(OSError):
+                os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def release_prewarmed_kubelets(keep: str | None = None) -> None:
+    """Give up this process's claim on the warm kubelets (all but the one of root dir `keep`) without stopping them:
+    the lab hands each to the join it forks for that node, which starts it or, failing, stops it."""
+    for key in [k for k in _prewarmed if k != keep]:
+        proc = _prewarmed.pop(key)
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
 
 
 def _start_prewarmed(layout: Layout) -> subprocess.Popen[bytes] | None:

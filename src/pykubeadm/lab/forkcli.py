@@ -1,0 +1,128 @@
+"""Running a node's `pykubeadm` command (init, join) as a forked child of the lab process.
+
+The lab runs the very commands a user would type on each node, through the same entry point (`cli.main.main`) with the
+same arguments. It forks instead of starting a new interpreter: the child begins with the command's modules already
+imported (the lab imports them once, while `init` works, instead of every `join` spending ~0.3 s of CPU on them), and
+with the node's kubelet interpreter already warm (`prewarm_kubelet`, started by the lab before the join, handed to
+the child). The child's output goes where a started process's would (the node's log file or the lab's terminal).
+
+A fork copies only the calling thread, so when the lab process has other threads it starts a new interpreter instead
+(`pykubeadm_command`), as it does for the commands it does not fork.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import subprocess
+import sys
+import threading
+import traceback
+from pathlib import Path
+
+from pykubeadm import constants as c
+from pykubeadm.phases.kubeletservice import discard_prewarmed_kubelets, release_prewarmed_kubelets
+
+__all__ = ["JOIN_MODULES", "Child", "can_fork", "preload", "start"]
+
+#: What `join` imports when it runs (a worker join), imported by the lab before it forks the joins.
+JOIN_MODULES = ("pykubeadm.cli.join", "pykubeadm.api", "pykubeadm.phases.join")
+
+
+class Child:
+    """A started command: a forked child of this process, or a new interpreter."""
+
+    def __init__(self, pid: int, proc: subprocess.Popen[bytes] | None = None) -> None:
+        self.pid = pid
+        self._proc = proc
+        self.returncode: int | None = None
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            if self._proc is not None:
+                self.returncode = self._proc.wait()
+            else:
+                _, status = os.waitpid(self.pid, 0)
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
+def can_fork() -> bool:
+    """This process may fork a command: it runs no other thread."""
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+def preload(modules: tuple[str, ...]) -> None:
+    """Import a command's modules now, so that the children forked later start with them."""
+    for name in modules:
+        importlib.import_module(name)
+
+
+def start(root: Path, args: list[str], log: Path | None = None) -> Child:
+    """Run `pykubeadm --root-dir ROOT ARGS...`: stdout and stderr to `log` (appended) or to ours, stdin from
+    /dev/null."""
+    argv = ["--root-dir", str(root), *args]
+    if not can_fork():
+        return _start_interpreter(argv, log)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child ends in os._exit (the tests run the lab)
+        _run_child(argv, log)
+    return Child(pid)
+
+
+def _start_interpreter(argv: list[str], log: Path | None) -> Child:
+    out = open(log, "ab") if log is not None else None  # noqa: SIM115 - owned by the child
+    try:
+        env = {k: v for k, v in os.environ.items() if k != c.ROOT_DIR_ENV}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pykubeadm", *argv],
+            stdout=out,
+            stderr=subprocess.STDOUT if out is not None else None,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+    finally:
+        if out is not None:
+            out.close()
+    return Child(proc.pid, proc)
+
+
+def _run_child(argv: list[str], log: Path | None) -> None:  # pragma: no cover - runs in the forked child
+    code = 1
+    try:
+        if log is not None:
+            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            os.close(fd)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.environ.pop(c.ROOT_DIR_ENV, None)
+        release_prewarmed_kubelets(keep=root_of(argv))  # the other nodes' warm kubelets belong to their own joins
+        from pykubeadm.cli.main import main
+
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+    finally:
+        # The command's own clean-up (a warm kubelet it never started is stopped). Not the atexit hooks: those are
+        # also the lab's (a test session's), and this child exits with os._exit, as a forked child must.
+        with contextlib.suppress(BaseException):
+            discard_prewarmed_kubelets()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def root_of(argv: list[str]) -> str:
+    """The --root-dir of a command line made by `start`."""
+    return argv[argv.index("--root-dir") + 1]

@@ -1,0 +1,80 @@
+"""lab.forkcli with real processes: a command the lab forks runs through the CLI with its output in the node's log
+file and its exit code; it stops its own warm kubelet when it fails before kubelet-start and leaves the other nodes'
+warm kubelets running; with other threads in the lab process it starts a new interpreter instead of forking.
+
+Each case runs in a fresh interpreter (a test process has threads of its own, and must not fork itself)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+_SCRIPT = """
+import json, sys, threading, time
+from pathlib import Path
+from pykubeadm.lab import forkcli
+from pykubeadm.layout import Layout
+from pykubeadm.phases import kubeletservice as ks
+
+a, b = Path(sys.argv[1]), Path(sys.argv[2])
+if sys.argv[3] == "thread":
+    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+for root in (a, b):
+    ks.prewarm_kubelet(Layout(root=root))
+warm = {str(root): ks._prewarmed[str(root)] for root in (a, b)}
+child = forkcli.start(a, ["join", "--config", str(a / "missing.yaml")], a / "join.log")
+code = child.wait()
+deadline = time.monotonic() + 20
+while warm[str(a)].poll() is None and time.monotonic() < deadline:
+    time.sleep(0.05)
+result = {
+    "code": code,
+    "forked": child._proc is None,
+    "a_stopped": warm[str(a)].poll() is not None,
+    "b_running": warm[str(b)].poll() is None,
+}
+ks.release_prewarmed_kubelets()
+for proc in warm.values():  # the test's own processes
+    proc.kill()
+    proc.wait()
+print(json.dumps(result))
+"""
+
+
+def _run(tmp_path: Path, mode: str) -> dict[str, object]:
+    a, b = tmp_path / "node-a", tmp_path / "node-b"
+    a.mkdir()
+    b.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
+    res = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(a), str(b), mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    out: dict[str, object] = json.loads(res.stdout.strip().splitlines()[-1])
+    out["log"] = (a / "join.log").read_text()
+    return out
+
+
+def test_a_forked_join_that_fails_stops_its_own_warm_kubelet_and_no_other(tmp_path: Path) -> None:
+    out = _run(tmp_path, "fork")
+    assert out["forked"] is True
+    assert out["code"] != 0
+    assert "missing.yaml" in str(out["log"])  # the command's own message, in the node's log
+    assert out["a_stopped"] is True
+    assert out["b_running"] is True  # another node's join (or the lab) owns it
+
+
+def test_with_other_threads_the_command_is_a_new_interpreter(tmp_path: Path) -> None:
+    out = _run(tmp_path, "thread")
+    assert out["forked"] is False
+    assert out["code"] != 0
+    assert "missing.yaml" in str(out["log"])
+    assert out["b_running"] is True
