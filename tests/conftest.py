@@ -89,6 +89,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 #: 127.0.0.1:10248, as on a real node): no other kubelet can bind :10250 on any address meanwhile, nor a preflight pass.
 WILDCARD_KUBELET_MODULES = (
     "tests/unit/cli/test_init.py",
+    "tests/unit/cli/test_import_cost.py",
     "tests/unit/manifests/test_manifests_cli.py",
     "tests/integration/reset/test_reset_processes.py",
 )

@@ -17,7 +17,7 @@ from typing import Any
 
 from pykubeadm import constants as c
 from pykubeadm.api import componentconfigs as cc
-from pykubeadm.api import defaults, v1beta3, v1beta4, validation
+from pykubeadm.api import defaults, v1beta4, validation
 from pykubeadm.api import flags as fl
 from pykubeadm.api._base import KubeModel
 from pykubeadm.api.netutil import dns_service_ip
@@ -113,9 +113,13 @@ def load_documents(text: str | bytes) -> LoadedDocuments:
             if doc.api_version == c.KUBEADM_API_VERSION and doc.kind in v1beta4.KINDS:
                 loaded.kinds[doc.kind] = decode(v1beta4.KINDS[doc.kind], doc)
                 continue
-            if doc.api_version == c.KUBEADM_OLD_API_VERSION and doc.kind in v1beta3.KINDS:
-                loaded.old[doc.kind] = decode(v1beta3.KINDS[doc.kind], doc)
-                continue
+            if doc.api_version == c.KUBEADM_OLD_API_VERSION:
+                # The v1beta3 models are imported only when a v1beta3 document is read (or migrated).
+                from pykubeadm.api import v1beta3
+
+                if doc.kind in v1beta3.KINDS:
+                    loaded.old[doc.kind] = decode(v1beta3.KINDS[doc.kind], doc)
+                    continue
             raise ValidationError([f"unknown configuration {doc.gvk}; {_known_kinds_hint()}"])
         if doc.kind in cc.COMPONENT_CONFIG_KINDS and cc.COMPONENT_CONFIG_KINDS[doc.kind].split("/")[0] == doc.group:
             if doc.api_version != cc.COMPONENT_CONFIG_KINDS[doc.kind]:
@@ -128,7 +132,15 @@ def load_documents(text: str | bytes) -> LoadedDocuments:
             loaded.component_configs[doc.kind] = dict(doc.body)
             continue
         raise ValidationError([f"unknown configuration {doc.gvk}; {_known_kinds_hint()}"])
-    # v1beta3 → v1beta4
+    if loaded.old:
+        _convert_old(loaded)
+    return loaded
+
+
+def _convert_old(loaded: LoadedDocuments) -> None:
+    """v1beta3 → v1beta4: the converted objects go to `loaded.kinds`."""
+    from pykubeadm.api import v1beta3
+
     old = loaded.old.get("ClusterConfiguration")
     old_cluster = old if isinstance(old, v1beta3.ClusterConfiguration) else None
     if old_cluster is not None:
@@ -143,7 +155,6 @@ def load_documents(text: str | bytes) -> LoadedDocuments:
     old_join = loaded.old.get("JoinConfiguration")
     if isinstance(old_join, v1beta3.JoinConfiguration):
         loaded.kinds["JoinConfiguration"] = v1beta3.convert_join(old_join)
-    return loaded
 
 
 def _read(path: Path) -> str:

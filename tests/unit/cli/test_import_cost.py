@@ -1,30 +1,82 @@
 """`pykubeadm version` and `pykubeadm --help` import only what they run: none of the heavy libraries the other
-commands need (config models, X.509, the HTTP stack, the Kubernetes client, YAML). Asserts on module names, not time."""
+commands need (config models, X.509, the HTTP stack, the Kubernetes client, YAML). `init` and `join` import only what
+the phases they run need: an offline init loads no addon, preflight or cluster-client module, and the join phase tree
+is declared without the Kubernetes client. Asserts on module names, not time."""
 
+from __future__ import annotations
+
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from tests.conftest import OFFLINE_SKIP
+
+from pykubeadm.layout import Layout
+from pykubeadm.phases.kubeletservice import stop_kubelet
 
 HEAVY = ("pydantic", "cryptography", "aiohttp", "lightkube", "httpx", "yaml", "pykubeadm.api.v1beta4", "pykubeadm.pki")
 
+#: What an init that talks to no cluster must not import: the addons' objects, the preflight checks, the v1beta3 models
+#: (the config is v1beta4), the Kubernetes client and its HTTP stack, and stacked etcd's client.
+OFFLINE_INIT_UNUSED = (
+    "pykubeadm.phases.addons",
+    "pykubeadm.preflight",
+    "pykubeadm.api.v1beta3",
+    "lightkube",
+    "httpx2",
+    "etcd3gw",
+)
 
-def imported_modules(*args: str) -> set[str]:
+#: What declaring join's phase tree (a worker join imports it before any phase runs) must not import: the client,
+#: etcd's client and init's phases (the control-plane join's, imported when those phases run).
+JOIN_TREE_UNUSED = ("lightkube", "httpx2", "etcd3gw", "pykubeadm.phases.init")
+
+CONFIG = """apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+localAPIEndpoint:
+  advertiseAddress: 127.0.10.1
+nodeRegistration:
+  name: node1
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: v1.33.0
+encryptionAlgorithm: ECDSA-P256
+"""
+
+
+def _imported(python_args: list[str], timeout: float = 60) -> set[str]:
+    """The modules `python -X importtime ARGS` imports (as -X importtime names them: a module imported through
+    importlib.import_module is not listed itself, only what it imports with `import`)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "pykubeadm", *args],
+        [sys.executable, "-X", "importtime", *python_args],
         capture_output=True,
         text=True,
-        timeout=60,
-        check=True,
+        timeout=timeout,
+        env=env,
     )
+    other = [line for line in proc.stderr.splitlines() if not line.startswith("import time:")]
+    assert proc.returncode == 0, "\n".join([proc.stdout[-2000:], *other[-40:]])
     names = set()
     for line in proc.stderr.splitlines():
         if line.startswith("import time:") and line.count("|") == 2:
             name = line.rsplit("|", 1)[1].strip()
             if name != "imported package":
                 names.add(name)
-    assert "pykubeadm.cli.main" in names, proc.stderr[-2000:]
     return names
+
+
+def imported_modules(*args: str, timeout: float = 60) -> set[str]:
+    names = _imported(["-m", "pykubeadm", *args], timeout)
+    assert "pykubeadm.cli.main" in names, sorted(names)
+    return names
+
+
+def _matching(names: set[str], prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(n for n in names if any(n == p or n.startswith(p + ".") for p in prefixes))
 
 
 @pytest.mark.parametrize("args", [("version",), ("--help",), ("version", "-o", "short")])
@@ -38,3 +90,64 @@ def test_a_command_that_needs_the_config_api_still_gets_it():
     # The guard above means something: `config print init-defaults` really loads the models.
     names = imported_modules("config", "print", "init-defaults")
     assert "pydantic" in names and "pykubeadm.api.v1beta4" in names
+
+
+def test_offline_init_imports_only_the_phases_it_runs(tmp_path: Path) -> None:
+    # certs, kubeconfig, etcd, control-plane and kubelet-start: files under the root and the built-in kubelet.
+    root = tmp_path / "node1"
+    config = tmp_path / "config.yaml"
+    config.write_text(CONFIG)
+    try:
+        names = imported_modules(
+            "--root-dir",
+            str(root),
+            "init",
+            f"--skip-phases=preflight,{OFFLINE_SKIP}",
+            "--config",
+            str(config),
+            timeout=120,
+        )
+    finally:
+        stop_kubelet(Layout(root=root))
+    assert (root / "etc/kubernetes/manifests/kube-apiserver.yaml").exists()
+    assert _matching(names, OFFLINE_INIT_UNUSED) == []
+    # The guard means something: the phases that ran loaded what they use.
+    assert {"pykubeadm.phases.init.certs", "pykubeadm.manifests", "pykubeadm.phases.kubelet"} <= names
+
+
+def test_join_phase_tree_imports_no_cluster_client() -> None:
+    names = _imported(["-c", "import pykubeadm.phases.join"])
+    assert "pykubeadm.phases.join.control_plane" in names
+    assert _matching(names, JOIN_TREE_UNUSED) == []
+
+
+_WORKER_RUN_IMPORTS = """
+import ast, importlib, sys
+from pathlib import Path
+
+import pykubeadm.phases.join as join
+from pykubeadm.api import load_join_config  # what `join` imports to read its configuration
+
+for name in join.WORKER_RUN_MODULES:
+    importlib.import_module(name)
+before = set(sys.modules)
+for phase in ("preflight", "kubelet_start", "kubelet_wait_bootstrap", "cluster"):
+    tree = ast.parse(Path(join.__file__).with_name(phase + ".py").read_text())
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import):
+                    for alias in node.names:
+                        importlib.import_module(alias.name)
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    importlib.import_module(node.module)
+print(" ".join(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_worker_run_modules_cover_what_a_worker_joins_phases_import() -> None:
+    # WORKER_RUN_MODULES is what a process that forks joins imports beforehand: the imports in the worker phases' run
+    # functions must find their modules already there.
+    proc = subprocess.run([sys.executable, "-c", _WORKER_RUN_IMPORTS], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == []

@@ -3,9 +3,15 @@ and the manifest builders' inputs from the init configuration."""
 
 from __future__ import annotations
 
-from pykubeadm.manifests import ClusterInputs, inputs_from_config
-from pykubeadm.phases.init.data import InitData
-from pykubeadm.util.patches import PatchManager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pykubeadm.manifests import ClusterInputs
+    from pykubeadm.phases.init.data import InitData
+    from pykubeadm.util.patches import PatchManager
+
+# The manifest builders and the patch manager are imported by the functions that use them: the certs and kubeconfig
+# phases import this module for `shown` alone.
 
 __all__ = ["cluster_inputs", "external_ca", "patch_manager", "shown"]
 
@@ -17,6 +23,8 @@ def shown(data: InitData, node_path: str) -> str:
 
 def patch_manager(data: InitData) -> PatchManager | None:
     """The `--patches` / `patches.directory` patch sets, loaded once per run."""
+    from pykubeadm.util.patches import PatchManager
+
     if data.patches_dir is None:
         return None
     cached = data.state.get("patch_manager")
@@ -39,6 +47,8 @@ def external_ca(data: InitData) -> bool:
 
 
 def cluster_inputs(data: InitData) -> ClusterInputs:
+    from pykubeadm.manifests import inputs_from_config
+
     cfg = data.cfg
     return inputs_from_config(
         cfg.cluster,

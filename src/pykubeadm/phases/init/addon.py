@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pykubeadm import constants as c
-from pykubeadm.api import control_plane_endpoint_url, dns_service_ip
-from pykubeadm.api.images import coredns_image, kubernetes_image
-from pykubeadm.api.yamlio import dump_yaml
-from pykubeadm.phases.addons.dns import dns_objects
-from pykubeadm.phases.addons.proxy import proxy_objects
 from pykubeadm.phases.init.cluster import apply
-from pykubeadm.phases.init.data import InitData
 from pykubeadm.workflow import Phase, all_phase
+
+if TYPE_CHECKING:
+    from pykubeadm.phases.init.data import InitData
+
+# The addons' objects, images and YAML are imported when the phase runs: an init that skips `addon` (or the phase tree
+# built for `--help`) does not load them.
 
 __all__ = ["PHASE"]
 
 
 def run_coredns(data: InitData) -> None:
+    from pykubeadm.api import dns_service_ip
+    from pykubeadm.api.images import coredns_image
+    from pykubeadm.phases.addons.dns import dns_objects
+
     cluster = data.cfg.cluster
     if cluster.dns.disabled:
         return
@@ -27,6 +33,11 @@ def run_coredns(data: InitData) -> None:
 
 
 def run_kube_proxy(data: InitData) -> None:
+    from pykubeadm.api import control_plane_endpoint_url
+    from pykubeadm.api.images import kubernetes_image
+    from pykubeadm.api.yamlio import dump_yaml
+    from pykubeadm.phases.addons.proxy import proxy_objects
+
     cluster = data.cfg.cluster
     if cluster.proxy.disabled:
         return

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from pykubeadm.kubeconfig.config import current_cluster, load_kubeconfig
-from pykubeadm.phases.bootstraptoken import bootstrap_rbac, bootstrap_token_secret, cluster_info_objects
+from typing import TYPE_CHECKING
+
 from pykubeadm.phases.init.cluster import apply
-from pykubeadm.phases.init.data import InitData
 from pykubeadm.workflow import Phase
+
+if TYPE_CHECKING:
+    from pykubeadm.phases.init.data import InitData
 
 __all__ = ["PHASE"]
 
 
 def run(data: InitData) -> None:
+    # Imported here: an init that skips this phase does not load the token Secrets' and kubeconfig helpers.
+    from pykubeadm.kubeconfig.config import current_cluster, load_kubeconfig
+    from pykubeadm.phases.bootstraptoken import bootstrap_rbac, bootstrap_token_secret, cluster_info_objects
+
     tokens = data.cfg.init.bootstrap_tokens
     if tokens and not data.skip_token_print:
         data.out(f"[bootstrap-token] Using token: {tokens[0].token}")

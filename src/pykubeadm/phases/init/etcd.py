@@ -4,13 +4,14 @@ etcd); the work is `manifests.create_local_etcd_file`."""
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from pykubeadm import constants as c
-from pykubeadm.manifests import create_local_etcd_file
 from pykubeadm.phases.init._common import cluster_inputs, patch_manager, shown
-from pykubeadm.phases.init.data import InitData
-from pykubeadm.util.fs import ensure_dir
 from pykubeadm.workflow import Phase
+
+if TYPE_CHECKING:
+    from pykubeadm.phases.init.data import InitData
 
 __all__ = ["PHASE"]
 
@@ -20,6 +21,9 @@ _MANIFESTS_DIR = f"{c.KUBERNETES_DIR}/{c.MANIFESTS_SUBDIR}"
 
 
 def _run_local(data: InitData) -> None:
+    from pykubeadm.manifests import create_local_etcd_file
+    from pykubeadm.util.fs import ensure_dir
+
     cluster = data.cfg.cluster
     if cluster.etcd.external is not None or cluster.etcd.local is None:
         log.info("[etcd] External etcd mode. Skipping the creation of a manifest for local etcd")

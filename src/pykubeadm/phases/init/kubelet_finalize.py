@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pykubeadm import constants as c
-from pykubeadm.kubeconfig.config import current_user, load_kubeconfig, write_kubeconfig
-from pykubeadm.phases.init.data import InitData
 from pykubeadm.workflow import Phase, all_phase
+
+if TYPE_CHECKING:
+    from pykubeadm.phases.init.data import InitData
 
 __all__ = ["PHASE"]
 
 
 def run_enable_client_cert_rotation(data: InitData) -> None:
+    from pykubeadm.kubeconfig.config import current_user, load_kubeconfig, write_kubeconfig
+
     layout = data.layout
     if not layout.kubelet_client_current.exists():
         return

@@ -7,13 +7,14 @@ is stopped before and started after, through systemd in host mode or as the buil
 
 from __future__ import annotations
 
-from pykubeadm.api import features
-from pykubeadm.api.images import pause_image
+from typing import TYPE_CHECKING
+
 from pykubeadm.phases.init._common import patch_manager
-from pykubeadm.phases.init.data import InitData
-from pykubeadm.phases.kubelet import KubeletFiles, write_kubelet_files
-from pykubeadm.phases.kubeletservice import start_kubelet, stop_kubelet
 from pykubeadm.workflow import Phase
+
+if TYPE_CHECKING:
+    from pykubeadm.phases.init.data import InitData
+    from pykubeadm.phases.kubelet import KubeletFiles
 
 __all__ = ["PHASE", "write_init_kubelet_files"]
 
@@ -22,6 +23,10 @@ _FLAGS = ("config", "cri-socket", "dry-run", "image-repository", "node-name", "p
 
 def write_init_kubelet_files(data: InitData, hostname: str | None = None) -> KubeletFiles:
     """The files kubeadm init writes for the kubelet (no --register-with-taints: mark-control-plane sets taints)."""
+    from pykubeadm.api import features
+    from pykubeadm.api.images import pause_image
+    from pykubeadm.phases.kubelet import write_kubelet_files
+
     cfg = data.cfg
     reg = cfg.init.node_registration
     return write_kubelet_files(
@@ -42,6 +47,8 @@ def write_init_kubelet_files(data: InitData, hostname: str | None = None) -> Kub
 
 
 def _run(data: InitData) -> None:
+    from pykubeadm.phases.kubeletservice import start_kubelet, stop_kubelet
+
     if data.dry_run:
         data.out("[kubelet-start] Would stop the kubelet")
     else:

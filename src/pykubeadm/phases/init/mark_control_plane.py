@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pykubeadm import constants as c
 from pykubeadm.phases.init.cluster import admin_client
-from pykubeadm.phases.init.data import InitData
-from pykubeadm.phases.markcontrolplane import CONTROL_PLANE_LABELS, missing_taints
 from pykubeadm.workflow import Phase
+
+if TYPE_CHECKING:
+    from pykubeadm.phases.init.data import InitData
 
 __all__ = ["PHASE"]
 
@@ -21,6 +24,7 @@ def run(data: InitData) -> None:
 
     from pykubeadm.client import wait_for_sync
     from pykubeadm.phases.apply import retry_api_call
+    from pykubeadm.phases.markcontrolplane import CONTROL_PLANE_LABELS, missing_taints
 
     name = data.cfg.init.node_registration.name
     taints = _taints(data)

@@ -8,13 +8,16 @@ CRI: in host mode they go through `crictl`; built-in nodes run programs, not ima
 from __future__ import annotations
 
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from pykubeadm.api.images import images_list
-from pykubeadm.phases.init.data import InitData
-from pykubeadm.preflight import Host, InitCheckParams, RealHost, init_node_checks, root_check, run_checks, state_writer
-from pykubeadm.preflight.checks import Result
 from pykubeadm.workflow import Phase
+
+if TYPE_CHECKING:
+    from pykubeadm.phases.init.data import InitData
+    from pykubeadm.preflight import Host, InitCheckParams
+    from pykubeadm.preflight.checks import Result
+
+# The checks (pykubeadm.preflight) are imported when the phase runs: an init that skips preflight does not load them.
 
 __all__ = ["PHASE", "host_runtime", "init_check_params", "pull_images"]
 
@@ -42,11 +45,15 @@ def host_runtime(data: InitData) -> bool:
 
 
 def _host(data: InitData) -> Host:
+    from pykubeadm.preflight import RealHost
+
     h = data.state.get(_HOST_KEY)
-    return cast(Host, h) if h is not None else RealHost()  # tests put a FakeHost there
+    return cast("Host", h) if h is not None else RealHost()  # tests put a FakeHost there
 
 
 def init_check_params(data: InitData) -> InitCheckParams:
+    from pykubeadm.preflight import InitCheckParams
+
     cfg = data.cfg
     cluster, init = cfg.cluster, cfg.init
     ext = cluster.etcd.external
@@ -89,6 +96,9 @@ class _ImagePullCheck:
 
 
 def pull_images(data: InitData, host: Host) -> None:
+    from pykubeadm.api.images import images_list
+    from pykubeadm.preflight import run_checks, state_writer
+
     if data.dry_run:
         data.out("[preflight] Would pull the required images (like 'kubeadm config images pull')")
         return
@@ -105,6 +115,8 @@ def pull_images(data: InitData, host: Host) -> None:
 
 
 def _run(data: InitData) -> None:
+    from pykubeadm.preflight import init_node_checks, root_check, run_checks, state_writer
+
     host = _host(data)
     data.out("[preflight] Running pre-flight checks")
     write = state_writer(data.state)

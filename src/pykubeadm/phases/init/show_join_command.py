@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pykubeadm import constants as c
-from pykubeadm.kubeconfig.config import current_cluster, load_kubeconfig
-from pykubeadm.phases.init.data import InitData
-from pykubeadm.phases.joincommand import WITHHELD, join_command
-from pykubeadm.pki.certs import try_load_cert
-from pykubeadm.pki.keys import public_key_pin
 from pykubeadm.workflow import Phase
+
+if TYPE_CHECKING:
+    from pykubeadm.phases.init.data import InitData
 
 __all__ = ["PHASE", "init_done_text"]
 
@@ -54,6 +54,11 @@ _WORKERS = """Then you can join any number of worker nodes by running the follow
 
 def init_done_text(data: InitData) -> str:
     """The text kubeadm prints at the end of a successful init."""
+    from pykubeadm.kubeconfig.config import current_cluster, load_kubeconfig
+    from pykubeadm.phases.joincommand import WITHHELD, join_command
+    from pykubeadm.pki.certs import try_load_cert
+    from pykubeadm.pki.keys import public_key_pin
+
     layout = data.layout
     _, cluster, _ = current_cluster(load_kubeconfig(layout.admin_kubeconfig), str(layout.admin_kubeconfig))
     endpoint = cluster["server"].removeprefix("https://")

@@ -4,23 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from pykubeadm import constants as c
-from pykubeadm.bootstrap.token import generate_token, secret_name
 from pykubeadm.errors import KubeadmError
-from pykubeadm.phases.bootstraptoken import token_secret
-from pykubeadm.phases.copycerts import (
-    CERT_TOKEN_DESCRIPTION,
-    certs_secret,
-    certs_secret_rbac,
-    decode_certificate_key,
-    generate_certificate_key,
-    read_shared_files,
-    shared_cert_files,
-)
 from pykubeadm.phases.init.cluster import admin_client, apply
-from pykubeadm.phases.init.data import InitData
 from pykubeadm.workflow import Phase
+
+if TYPE_CHECKING:
+    from pykubeadm.phases.init.data import InitData
 
 __all__ = ["PHASE"]
 
@@ -34,9 +26,21 @@ def _resolver(data: InitData) -> Callable[[str], Path]:
 
 
 def run(data: InitData) -> None:
-    from lightkube.resources.core_v1 import Secret  # the Kubernetes client only for the phases that use it
+    # The Kubernetes client, the token and the sealing (AES-GCM) helpers only for a run that uses them.
+    from lightkube.resources.core_v1 import Secret
 
+    from pykubeadm.bootstrap.token import generate_token, secret_name
     from pykubeadm.phases.apply import retry_api_call
+    from pykubeadm.phases.bootstraptoken import token_secret
+    from pykubeadm.phases.copycerts import (
+        CERT_TOKEN_DESCRIPTION,
+        certs_secret,
+        certs_secret_rbac,
+        decode_certificate_key,
+        generate_certificate_key,
+        read_shared_files,
+        shared_cert_files,
+    )
 
     if not data.upload_certs:
         data.out("[upload-certs] Skipping phase. Please see --upload-certs")

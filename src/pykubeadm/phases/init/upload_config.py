@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pykubeadm import constants as c
-from pykubeadm.api import dump_cluster_configuration, features
-from pykubeadm.api.yamlio import dump_yaml
 from pykubeadm.phases.init.cluster import admin_client, apply
-from pykubeadm.phases.init.data import InitData
-from pykubeadm.phases.uploadconfig import kubeadm_config_objects, kubelet_config_objects
 from pykubeadm.workflow import Phase, all_phase
+
+if TYPE_CHECKING:
+    from pykubeadm.phases.init.data import InitData
+
+# The ConfigMaps' builders and the config API's dumpers are imported when a sub-phase runs, not with the phase tree.
 
 __all__ = ["PHASE"]
 
@@ -16,6 +19,9 @@ _FLAGS = ("config", "kubeconfig", "dry-run")
 
 
 def run_kubeadm(data: InitData) -> None:
+    from pykubeadm.api import dump_cluster_configuration
+    from pykubeadm.phases.uploadconfig import kubeadm_config_objects
+
     data.out(
         '[upload-config] Storing the configuration used in ConfigMap "kubeadm-config" in the "kube-system" Namespace'
     )
@@ -23,7 +29,10 @@ def run_kubeadm(data: InitData) -> None:
 
 
 def run_kubelet(data: InitData) -> None:
+    from pykubeadm.api import features
+    from pykubeadm.api.yamlio import dump_yaml
     from pykubeadm.phases.patchnode import annotate_cri_socket  # imports the Kubernetes client
+    from pykubeadm.phases.uploadconfig import kubelet_config_objects
 
     data.out(
         '[kubelet] Creating a ConfigMap "kubelet-config" in namespace kube-system with the configuration for the '

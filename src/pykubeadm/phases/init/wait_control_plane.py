@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pykubeadm import constants as c
-from pykubeadm.api import format_duration
 from pykubeadm.errors import KubeadmError
-from pykubeadm.phases.init.data import InitData
-from pykubeadm.phases.waitcontrolplane import (
-    KUBELET_TROUBLESHOOTING,
-    component_checks,
-    kubelet_healthz_url,
-    wait_healthy,
-    wait_kubelet_healthy,
-)
 from pykubeadm.workflow import Phase
 
-__all__ = ["PHASE"]
+if TYPE_CHECKING:
+    from pykubeadm.phases.init.data import InitData
 
-_KUBELET_HELP = "Unfortunately, an error has occurred, likely caused by:\n" + KUBELET_TROUBLESHOOTING
+__all__ = ["PHASE"]
 
 _CONTROL_PLANE_HELP = """A control plane component may have crashed or exited when started by the kubelet.
 With the built-in kubelet, each static Pod's log is under {logs}"""
 
 
 def run(data: InitData) -> None:
+    # The health checks (and their YAML and HTTP clients) are imported only by a run that waits.
+    from pykubeadm.api import format_duration
+    from pykubeadm.phases.waitcontrolplane import (
+        KUBELET_TROUBLESHOOTING,
+        component_checks,
+        kubelet_healthz_url,
+        wait_healthy,
+        wait_kubelet_healthy,
+    )
+
     manifests = c.KUBERNETES_DIR + "/" + c.MANIFESTS_SUBDIR
     timeouts = data.cfg.init.timeouts
     cp_timeout = (timeouts.control_plane_component_health_check if timeouts else None) or (
@@ -41,7 +45,8 @@ def run(data: InitData) -> None:
     try:
         wait_kubelet_healthy(url, kubelet_timeout, data.out)
     except KubeadmError as err:
-        raise KubeadmError(f"{err}\n\n{_KUBELET_HELP.format(log=data.real_layout.kubelet_log_file)}") from err
+        kubelet_help = "Unfortunately, an error has occurred, likely caused by:\n" + KUBELET_TROUBLESHOOTING
+        raise KubeadmError(f"{err}\n\n{kubelet_help.format(log=data.real_layout.kubelet_log_file)}") from err
     names = {n: data.layout.manifest(n) for n in c.CONTROL_PLANE_COMPONENTS if data.layout.manifest(n).exists()}
     checks = component_checks(names)
     data.out(

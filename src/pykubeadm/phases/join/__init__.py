@@ -6,7 +6,27 @@ from pykubeadm.phases.join import control_plane, kubelet_start, kubelet_wait_boo
 from pykubeadm.phases.join.data import JoinData
 from pykubeadm.workflow import Phase
 
-__all__ = ["JoinData", "join_phases"]
+__all__ = ["WORKER_RUN_MODULES", "JoinData", "join_phases"]
+
+#: What a worker join's phases (preflight, kubelet-start, kubelet-wait-bootstrap) import when they run; the phase
+#: modules import them in their run functions, so importing this package does not. A process that forks joins (the
+#: lab) imports these too beforehand, so that its children start with them.
+WORKER_RUN_MODULES = (
+    "pykubeadm.preflight",
+    "pykubeadm.discovery.file",
+    "pykubeadm.discovery.token",
+    "pykubeadm.client",
+    "lightkube.resources.core_v1",
+    "pykubeadm.phases.apply",
+    "pykubeadm.phases.clusterconfig",
+    "pykubeadm.kubeconfig",
+    "pykubeadm.phases.kubelet",
+    "pykubeadm.phases.kubeletservice",
+    "pykubeadm.phases.patchnode",
+    "pykubeadm.phases.waitcontrolplane",
+    "pykubeadm.api.images",
+    "pykubeadm.util.patches",
+)
 
 
 def join_phases() -> list[Phase[JoinData]]:

@@ -6,22 +6,20 @@ kubeadm's joinData.TLSBootstrapCfg / InitCfg / Client: each is computed once and
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
-
-import yaml
-from lightkube import ApiError, Client, KubeConfig
-from lightkube.resources.core_v1 import ConfigMap
+from typing import TYPE_CHECKING, Any
 
 from pykubeadm import constants as c
-from pykubeadm.api import ClusterConfiguration
-from pykubeadm.client import sync_client
-from pykubeadm.discovery.file import discover_with_file, load_discovery_file
-from pykubeadm.discovery.token import DiscoveryError, discover_with_token
 from pykubeadm.errors import KubeadmError
-from pykubeadm.kubeconfig.config import create_basic, create_with_token
-from pykubeadm.phases.apply import retry_api_call
-from pykubeadm.phases.clusterconfig import announce_config_read, cluster_configuration_of
-from pykubeadm.phases.join.data import JoinData
+
+if TYPE_CHECKING:
+    from lightkube import Client
+    from lightkube.resources.core_v1 import ConfigMap
+
+    from pykubeadm.api import ClusterConfiguration
+    from pykubeadm.phases.join.data import JoinData
+
+# Discovery, the Kubernetes client (lightkube, httpx2) and YAML are imported by the functions that use them, when a
+# phase runs: the join phase tree (and `join --help`) is declared without them.
 
 __all__ = ["bootstrap_client", "cluster_configuration", "kubelet_configuration", "tls_bootstrap_kubeconfig"]
 
@@ -34,6 +32,10 @@ def _timeout(data: JoinData, name: str, default: timedelta) -> float:
 
 def tls_bootstrap_kubeconfig(data: JoinData) -> dict[str, Any]:
     """Discover the cluster and build the kubelet's TLS-bootstrap kubeconfig (user tls-bootstrap-token-user)."""
+    from pykubeadm.discovery.file import discover_with_file, load_discovery_file
+    from pykubeadm.discovery.token import DiscoveryError, discover_with_token
+    from pykubeadm.kubeconfig.config import create_basic, create_with_token
+
     cached = data.state.get("tls_bootstrap")
     if cached is not None:
         return cached
@@ -70,6 +72,10 @@ def tls_bootstrap_kubeconfig(data: JoinData) -> dict[str, Any]:
 
 
 def bootstrap_client(data: JoinData) -> Client:
+    from lightkube import KubeConfig
+
+    from pykubeadm.client import sync_client
+
     client = data.state.get("bootstrap_client")
     if client is None:
         client = sync_client(KubeConfig.from_dict(tls_bootstrap_kubeconfig(data)))
@@ -78,6 +84,10 @@ def bootstrap_client(data: JoinData) -> Client:
 
 
 def _configmap(data: JoinData, name: str) -> ConfigMap:
+    from lightkube.resources.core_v1 import ConfigMap
+
+    from pykubeadm.phases.apply import retry_api_call
+
     client = bootstrap_client(data)
 
     def get() -> ConfigMap:
@@ -95,6 +105,8 @@ def _configmap(data: JoinData, name: str) -> ConfigMap:
 
 def cluster_configuration(data: JoinData) -> ClusterConfiguration:
     """The ClusterConfiguration from kube-system/kubeadm-config (read with the bootstrap token)."""
+    from pykubeadm.phases.clusterconfig import announce_config_read, cluster_configuration_of
+
     cached = data.state.get("cluster_configuration")
     if cached is None:
         announce_config_read(data.out, "[preflight]")
@@ -105,6 +117,8 @@ def cluster_configuration(data: JoinData) -> ClusterConfiguration:
 
 def kubelet_configuration(data: JoinData) -> dict[str, Any]:
     """The cluster-wide KubeletConfiguration from kube-system/kubelet-config."""
+    import yaml
+
     cm = _configmap(data, c.KUBELET_BASE_CONFIGMAP)
     try:
         cfg = yaml.safe_load((cm.data or {}).get(c.KUBELET_BASE_CONFIGMAP_KEY, ""))
@@ -116,6 +130,7 @@ def kubelet_configuration(data: JoinData) -> dict[str, Any]:
 
 
 def node_is_ready(data: JoinData, name: str) -> bool:
+    from lightkube import ApiError
     from lightkube.resources.core_v1 import Node
 
     try:

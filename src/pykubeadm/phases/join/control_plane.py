@@ -11,31 +11,23 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import PurePosixPath
-
-import httpx2
-from lightkube import ApiError
-from lightkube.resources.core_v1 import Pod, Secret
+from typing import TYPE_CHECKING
 
 from pykubeadm import constants as c
-from pykubeadm.api import InitConfig, InitConfiguration, component_configs
 from pykubeadm.errors import KubeadmError
-from pykubeadm.manifests import create_local_etcd_file
-from pykubeadm.manifests.etcd import peer_url
-from pykubeadm.manifests.pod import CONTROL_PLANE_TIER
-from pykubeadm.phases.apply import retry_api_call
-from pykubeadm.phases.copycerts import decode_certificate_key, decrypt, shared_cert_files
-from pykubeadm.phases.init import certs as init_certs
-from pykubeadm.phases.init import control_plane as init_control_plane
-from pykubeadm.phases.init import kubeconfig as init_kubeconfig
-from pykubeadm.phases.init import mark_control_plane as init_mark
-from pykubeadm.phases.init import wait_control_plane as init_wait
-from pykubeadm.phases.init._common import cluster_inputs, patch_manager
-from pykubeadm.phases.init.cluster import admin_client
-from pykubeadm.phases.init.data import InitData
 from pykubeadm.phases.join.cluster import bootstrap_client, cluster_configuration
-from pykubeadm.phases.join.data import JoinData
-from pykubeadm.util.fs import ensure_dir, write_file_atomic
 from pykubeadm.workflow import Phase, Runner, all_phase
+
+if TYPE_CHECKING:
+    from lightkube.resources.core_v1 import Pod
+
+    from pykubeadm.phases.init.data import InitData
+    from pykubeadm.phases.join.data import JoinData
+
+# These phases are no-ops for a worker join, so what they use is imported when they run for a control-plane join:
+# init's phases (importing any module of pykubeadm.phases.init imports the whole init tree, with pki and manifests),
+# the Kubernetes client (lightkube, httpx2), the config API and the certificates' decryption. A worker's join phase
+# tree is declared without them.
 
 __all__ = ["CONTROL_PLANE_JOIN", "CONTROL_PLANE_PREPARE", "ETCD_JOIN", "WAIT_CONTROL_PLANE", "as_init_data"]
 
@@ -44,6 +36,9 @@ log = logging.getLogger(__name__)
 
 def as_init_data(data: JoinData) -> InitData:
     """init's run data for this control-plane join (built once)."""
+    from pykubeadm.api import InitConfig, InitConfiguration, component_configs
+    from pykubeadm.phases.init.data import InitData
+
     cached = data.state.get("init_data")
     if cached is not None:
         return cached
@@ -82,6 +77,12 @@ def _cp_only(data: JoinData) -> bool:
 
 
 def _download_certs(data: JoinData) -> None:
+    from lightkube.resources.core_v1 import Secret
+
+    from pykubeadm.phases.apply import retry_api_call
+    from pykubeadm.phases.copycerts import decode_certificate_key, decrypt, shared_cert_files
+    from pykubeadm.util.fs import write_file_atomic
+
     cp = data.cfg.control_plane
     if cp is None or not cp.certificate_key:
         data.out("[download-certs] Skipping phase. Please see --certificate-key")
@@ -117,11 +118,20 @@ def _download_certs(data: JoinData) -> None:
         write_file_atomic(data.layout.host(node), content, c.PRIVATE_FILE_MODE if f.private else c.CERT_FILE_MODE)
 
 
-def _run_init_phase(tree: Phase[InitData], path: str) -> Callable[[JoinData], None]:
+def _init_phase(name: str) -> Phase[InitData]:
+    """init's top-level phase `name` (imported on first use: the init phase tree)."""
+    from pykubeadm.phases.init import init_phases
+
+    return next(p for p in init_phases() if p.name == name)
+
+
+def _run_init_phase(path: str) -> Callable[[JoinData], None]:
+    """Run init's phase `path` (`certs`, `control-plane`, ...) with this join's init data; a worker join skips it."""
+
     def run(data: JoinData) -> None:
         if not data.control_plane:
             return
-        Runner([tree], lambda: as_init_data(data)).run_phase(path)
+        Runner([_init_phase(path.split("/")[0])], lambda: as_init_data(data)).run_phase(path)
 
     return run
 
@@ -130,7 +140,7 @@ def _kubeconfigs(data: JoinData) -> None:
     if not data.control_plane:
         return
     idata = as_init_data(data)
-    runner = Runner([init_kubeconfig.PHASE], lambda: idata)
+    runner = Runner([_init_phase("kubeconfig")], lambda: idata)
     for name in ("admin", "controller-manager", "scheduler"):
         runner.run_phase(f"kubeconfig/{name}")
 
@@ -142,6 +152,13 @@ def _annotation(obj: Pod, key: str) -> str:
 def _etcd_endpoints(idata: InitData) -> list[str]:
     """kubeadm's getRawEtcdEndpointsFromPodAnnotation: the advertise-client-urls annotation of every etcd Pod in
     kube-system (mirror Pods of the stacked members), retried until each Pod carries one."""
+    import httpx2
+    from lightkube import ApiError
+    from lightkube.resources.core_v1 import Pod
+
+    from pykubeadm.manifests.pod import CONTROL_PLANE_TIER
+    from pykubeadm.phases.init.cluster import admin_client
+
     client = admin_client(idata)
     deadline = time.monotonic() + c.KUBERNETES_API_CALL_TIMEOUT.total_seconds()
     last = ""
@@ -174,7 +191,11 @@ def _etcd_join(data: JoinData) -> None:
     cluster = idata.cfg.cluster
     if cluster.etcd.external is not None or cluster.etcd.local is None:
         return
+    from pykubeadm.manifests import create_local_etcd_file
+    from pykubeadm.manifests.etcd import peer_url
     from pykubeadm.phases import etcdmember  # etcd3gw + requests: only a stacked control-plane join pays for them
+    from pykubeadm.phases.init._common import cluster_inputs, patch_manager
+    from pykubeadm.util.fs import ensure_dir
 
     name = idata.cfg.init.node_registration.name
     inputs = cluster_inputs(idata)
@@ -216,7 +237,7 @@ CONTROL_PLANE_PREPARE: Phase[JoinData] = Phase(
         Phase(
             "certs",
             "Generate the certificates for the new control plane components",
-            run=_run_init_phase(init_certs.PHASE, "certs"),
+            run=_run_init_phase("certs"),
             inherit_flags=_CP_FLAGS,
         ),
         Phase(
@@ -228,7 +249,7 @@ CONTROL_PLANE_PREPARE: Phase[JoinData] = Phase(
         Phase(
             "control-plane",
             "Generate the manifests for the new control plane components",
-            run=_run_init_phase(init_control_plane.PHASE, "control-plane"),
+            run=_run_init_phase("control-plane"),
             inherit_flags=_CP_FLAGS,
         ),
     ),
@@ -246,7 +267,7 @@ CONTROL_PLANE_JOIN: Phase[JoinData] = Phase(
         Phase(
             "mark-control-plane",
             "Mark a node as a control-plane",
-            run=lambda data: _run_init_phase(init_mark.PHASE, "mark-control-plane")(data),
+            run=_run_init_phase("mark-control-plane"),
             inherit_flags=_CP_FLAGS,
         ),
     ),
@@ -255,6 +276,6 @@ CONTROL_PLANE_JOIN: Phase[JoinData] = Phase(
 WAIT_CONTROL_PLANE: Phase[JoinData] = Phase(
     name="wait-control-plane",
     short="Wait for the control plane to start",
-    run=_run_init_phase(init_wait.PHASE, "wait-control-plane"),
+    run=_run_init_phase("wait-control-plane"),
     inherit_flags=("config", "dry-run"),
 )

@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pykubeadm.api import JoinConfiguration
 from pykubeadm.layout import Layout
+
+if TYPE_CHECKING:
+    from pykubeadm.api import JoinConfiguration
 
 __all__ = ["JoinData"]
 

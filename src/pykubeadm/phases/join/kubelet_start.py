@@ -7,23 +7,14 @@ kubelet-config and kubeadm-flags.env (--register-with-taints only for workers), 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pykubeadm import constants as c
-from pykubeadm.api import features
-from pykubeadm.api.images import pause_image
 from pykubeadm.errors import KubeadmError
-from pykubeadm.kubeconfig.config import write_kubeconfig
-from pykubeadm.phases.join.cluster import (
-    cluster_configuration,
-    kubelet_configuration,
-    node_is_ready,
-    tls_bootstrap_kubeconfig,
-)
-from pykubeadm.phases.join.data import JoinData
-from pykubeadm.phases.kubelet import write_kubelet_files
-from pykubeadm.phases.kubeletservice import start_kubelet, stop_kubelet
-from pykubeadm.util.fs import write_file_atomic
-from pykubeadm.util.patches import PatchManager
 from pykubeadm.workflow import Phase
+
+if TYPE_CHECKING:
+    from pykubeadm.phases.join.data import JoinData
 
 __all__ = ["PHASE"]
 
@@ -43,6 +34,22 @@ _FLAGS = (
 
 
 def _run(data: JoinData) -> None:
+    # Imported when the phase runs: discovery and the cluster's client (pykubeadm.phases.join.cluster) are not needed
+    # to declare the phase tree.
+    from pykubeadm.api import features
+    from pykubeadm.api.images import pause_image
+    from pykubeadm.kubeconfig.config import write_kubeconfig
+    from pykubeadm.phases.join.cluster import (
+        cluster_configuration,
+        kubelet_configuration,
+        node_is_ready,
+        tls_bootstrap_kubeconfig,
+    )
+    from pykubeadm.phases.kubelet import write_kubelet_files
+    from pykubeadm.phases.kubeletservice import start_kubelet, stop_kubelet
+    from pykubeadm.util.fs import write_file_atomic
+    from pykubeadm.util.patches import PatchManager
+
     cfg = data.cfg
     reg = cfg.node_registration
     bootstrap = tls_bootstrap_kubeconfig(data)

@@ -4,26 +4,29 @@ from __future__ import annotations
 
 import contextlib
 import time
-
-from lightkube import KubeConfig
+from typing import TYPE_CHECKING
 
 from pykubeadm import constants as c
-from pykubeadm.api import features, format_duration
-from pykubeadm.client import sync_client
 from pykubeadm.errors import KubeadmError, KubeconfigError
-from pykubeadm.kubeconfig.config import current_user, load_kubeconfig
-from pykubeadm.phases.join.data import JoinData
-from pykubeadm.phases.patchnode import annotate_cri_socket
-from pykubeadm.phases.waitcontrolplane import KUBELET_TROUBLESHOOTING, kubelet_healthz_url, wait_kubelet_healthy
 from pykubeadm.workflow import Phase
+
+if TYPE_CHECKING:
+    from lightkube import KubeConfig
+
+    from pykubeadm.phases.join.data import JoinData
+
+# The kubelet's health check, the kubeconfig reader and the Kubernetes client (lightkube, httpx2) are imported by the
+# functions that use them, when the phase runs.
 
 __all__ = ["PHASE", "kubelet_conf_usable"]
 
-_FAIL = "Unfortunately, an error has occurred:\n\t{err}\n\nThis error is likely caused by:\n" + KUBELET_TROUBLESHOOTING
+_FAIL_HEAD = "Unfortunately, an error has occurred:\n\t{err}\n\nThis error is likely caused by:\n"
 
 
 def kubelet_conf_usable(data: JoinData) -> bool:
     """kubelet.conf exists, parses, and the client certificate and key it references exist."""
+    from pykubeadm.kubeconfig.config import current_user, load_kubeconfig
+
     path = data.layout.kubelet_kubeconfig
     if not path.exists():
         return False
@@ -38,6 +41,9 @@ def kubelet_conf_usable(data: JoinData) -> bool:
 
 
 def _run(data: JoinData) -> None:
+    from pykubeadm.api import format_duration
+    from pykubeadm.phases.waitcontrolplane import KUBELET_TROUBLESHOOTING, kubelet_healthz_url, wait_kubelet_healthy
+
     if data.dry_run:
         data.out("[dryrun] Would wait for the kubelet to perform the TLS Bootstrap")
         return
@@ -58,7 +64,7 @@ def _run(data: JoinData) -> None:
                 )
             time.sleep(min(c.TLS_BOOTSTRAP_RETRY_INTERVAL.total_seconds(), 0.02))  # a file check: cheap
     except KubeadmError as err:
-        raise KubeadmError(_FAIL.format(err=err, log=log)) from err
+        raise KubeadmError((_FAIL_HEAD + KUBELET_TROUBLESHOOTING).format(err=err, log=log)) from err
     finally:
         with contextlib.suppress(FileNotFoundError):
             data.layout.bootstrap_kubelet_kubeconfig.unlink()
@@ -67,6 +73,10 @@ def _run(data: JoinData) -> None:
 
 def _annotate_cri_socket(data: JoinData) -> None:
     """With the kubelet's new credentials, as kubeadm does after the TLS bootstrap (before NodeLocalCRISocket)."""
+    from pykubeadm.api import features
+    from pykubeadm.client import sync_client
+    from pykubeadm.phases.patchnode import annotate_cri_socket
+
     cluster = data.state.get("cluster_configuration")
     if cluster is not None and features.enabled(cluster.feature_gates, "NodeLocalCRISocket"):
         return
@@ -79,6 +89,10 @@ def _annotate_cri_socket(data: JoinData) -> None:
 
 def _kubelet_kubeconfig(data: JoinData) -> KubeConfig:
     """kubelet.conf with its file references resolved under the node's root."""
+    from lightkube import KubeConfig
+
+    from pykubeadm.kubeconfig.config import load_kubeconfig
+
     cfg = load_kubeconfig(data.layout.kubelet_kubeconfig)
     for user in cfg.get("users") or []:
         body = user.get("user") or {}

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pykubeadm.phases.join.data import JoinData
-from pykubeadm.preflight import JoinCheckParams, RealHost, join_node_checks, root_check, run_checks, state_writer
 from pykubeadm.workflow import Phase
+
+if TYPE_CHECKING:
+    from pykubeadm.phases.join.data import JoinData
 
 __all__ = ["PHASE", "host_runtime"]
 
@@ -23,6 +25,9 @@ def _kubelet_address(data: JoinData) -> str:
 
 
 def _run(data: JoinData) -> None:
+    # The checks are imported when the phase runs, not with the phase tree.
+    from pykubeadm.preflight import JoinCheckParams, RealHost, join_node_checks, root_check, run_checks, state_writer
+
     host = data.state.get("preflight_host") or RealHost()
     write = state_writer(data.state)
     cfg = data.cfg
