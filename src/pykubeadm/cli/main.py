@@ -105,7 +105,6 @@ def cli(ctx: click.Context, root_dir: Path, verbosity: int) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbosity >= 5 else logging.INFO if verbosity >= 1 else logging.WARNING,
         format="%(levelname).1s%(asctime)s %(name)s] %(message)s",
-        force=True,  # a command the lab forks (lab.forkcli) has its own -v
     )
     ctx.obj = CliState(root_dir=root_dir.absolute(), verbosity=verbosity)
 

@@ -171,7 +171,7 @@ def _prepare_joins(roots: list[Path]) -> None:
         return
     for root in roots:
         prewarm_kubelet(Layout(root=root))
-    forkcli.preload(forkcli.JOIN_MODULES)
+    forkcli.preload_join()
 
 
 def _import_api_client() -> None:

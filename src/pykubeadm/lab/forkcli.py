@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import logging
 import os
 import subprocess
 import sys
@@ -24,9 +25,9 @@ from pathlib import Path
 from pykubeadm import constants as c
 from pykubeadm.phases.kubeletservice import discard_prewarmed_kubelets, release_prewarmed_kubelets
 
-__all__ = ["JOIN_MODULES", "Child", "can_fork", "preload", "start"]
+__all__ = ["JOIN_MODULES", "Child", "can_fork", "preload", "preload_join", "start"]
 
-#: What `join` imports when it runs (a worker join), imported by the lab before it forks the joins.
+#: The modules of the `join` command itself (see preload_join).
 JOIN_MODULES = ("pykubeadm.cli.join", "pykubeadm.api", "pykubeadm.phases.join")
 
 
@@ -57,6 +58,14 @@ def preload(modules: tuple[str, ...]) -> None:
     """Import a command's modules now, so that the children forked later start with them."""
     for name in modules:
         importlib.import_module(name)
+
+
+def preload_join() -> None:
+    """What a worker `join` imports when it runs: JOIN_MODULES, then what its phases import in their run functions."""
+    preload(JOIN_MODULES)
+    from pykubeadm.phases.join import WORKER_RUN_MODULES
+
+    preload(WORKER_RUN_MODULES)
 
 
 def start(root: Path, args: list[str], log: Path | None = None) -> Child:
@@ -102,7 +111,8 @@ def _run_child(argv: list[str], log: Path | None) -> None:  # pragma: no cover -
         os.dup2(null, 0)
         os.close(null)
         os.environ.pop(c.ROOT_DIR_ENV, None)
-        release_prewarmed_kubelets(keep=root_of(argv))  # the other nodes' warm kubelets belong to their own joins
+        release_prewarmed_kubelets(keep=root_of(argv))
+        logging.root.handlers.clear()  # the command sets up its own logging (its -v), as a new process would  # the other nodes' warm kubelets belong to their own joins
         from pykubeadm.cli.main import main
 
         try:
