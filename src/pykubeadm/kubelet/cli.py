@@ -24,6 +24,7 @@ from pykubeadm import constants as c
 from pykubeadm.errors import ValidationError
 from pykubeadm.layout import Layout
 from pykubeadm.util import gctuning
+from pykubeadm.util.fs import redirect_stdio
 
 __all__ = ["command", "parse_kubeadm_flags_env", "parse_labels", "parse_taints"]
 
@@ -195,13 +196,7 @@ def _await_start() -> list[str] | None:
     if not line.strip():
         return None
     start = json.loads(line)
-    fd = os.open(start["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
+    redirect_stdio(start["log"])
     if failed is not None:
         raise failed
     return [str(a) for a in start["args"]]

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pykubeadm import constants as c
 from pykubeadm.phases.kubeletservice import discard_prewarmed_kubelets, release_prewarmed_kubelets
+from pykubeadm.util.fs import redirect_stdio
 
 __all__ = ["JOIN_MODULES", "Child", "can_fork", "preload", "preload_join", "start"]
 
@@ -102,17 +103,10 @@ def _start_interpreter(argv: list[str], log: Path | None) -> Child:
 def _run_child(argv: list[str], log: Path | None) -> None:  # pragma: no cover - runs in the forked child
     code = 1
     try:
-        if log is not None:
-            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            os.dup2(fd, 1)
-            os.dup2(fd, 2)
-            os.close(fd)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
+        redirect_stdio(log)
         os.environ.pop(c.ROOT_DIR_ENV, None)
-        release_prewarmed_kubelets(keep=root_of(argv))
-        logging.root.handlers.clear()  # the command sets up its own logging (its -v), as a new process would  # the other nodes' warm kubelets belong to their own joins
+        release_prewarmed_kubelets(keep=root_of(argv))  # the other nodes' warm kubelets belong to their own joins
+        logging.root.handlers.clear()  # the command sets up its own logging (its -v), as a new process would
         from pykubeadm.cli.main import main
 
         try:

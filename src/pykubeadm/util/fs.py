@@ -1,4 +1,5 @@
-"""File helpers shared by every writer: atomic writes with kubeadm's modes, directory creation.
+"""File helpers shared by every writer: atomic writes with kubeadm's modes, directory creation, a process's standard
+streams redirected to a log file.
 
 Every file that holds a key or a credential goes through `write_file_atomic` (temp file in the same directory, fsync,
 rename, directory fsync), so a crash never leaves a half-written key or kubeconfig behind.
@@ -43,3 +44,16 @@ def write_file_atomic(path: Path, data: bytes | str, mode: int, dir_mode: int = 
         os.fsync(dfd)
     finally:
         os.close(dfd)
+
+
+def redirect_stdio(log: Path | str | None) -> None:
+    """This process's stdout and stderr appended to `log` (kept when None), stdin from /dev/null: what a started
+    process would get, for a forked or warm-started one."""
+    if log is not None:
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
