@@ -97,7 +97,7 @@ __all__ = [
 ]
 
 #: Public name → the module that defines it. Imported on first use (PEP 562), so a command that needs only
-#: `pykubeadm.api.versions` (`pykubeadm version`) does not load pydantic and every model.
+#: `pykubeadm.api.versions` (`pykubeadm version`) does not load msgspec and every model.
 _WHERE = {
     **dict.fromkeys(("format_duration", "parse_duration"), "_base"),
     **dict.fromkeys(

@@ -165,7 +165,7 @@ def set_node_registration_dynamic_defaults(
 ) -> None:
     nr.name = get_hostname(nr.name)
     if control_plane_taint and nr.taints is None:
-        nr.taints = [CONTROL_PLANE_TAINT.model_copy()]
+        nr.taints = [CONTROL_PLANE_TAINT.copy()]
     if not nr.cri_socket:
         nr.cri_socket = (detect_cri or detect_cri_socket)()
         log.debug("detected and using CRI socket: %s", nr.cri_socket)

@@ -19,7 +19,7 @@ from pykubeadm import constants as c
 from pykubeadm.api import componentconfigs as cc
 from pykubeadm.api import defaults, v1beta4, validation
 from pykubeadm.api import flags as fl
-from pykubeadm.api._base import KubeModel
+from pykubeadm.api._base import KubeModel, field_names
 from pykubeadm.api.netutil import dns_service_ip
 from pykubeadm.api.yamlio import Document, decode, dump_documents, dump_yaml, split_documents
 from pykubeadm.errors import KubeadmError, ValidationError
@@ -178,7 +178,7 @@ def _ignore_others(loaded: LoadedDocuments, wanted: set[str]) -> None:
 
 def _placeholders_for_validation(init: v1beta4.InitConfiguration) -> v1beta4.InitConfiguration:
     """A copy with kubeadm's placeholders where only dynamic defaulting would fill a value (for static validation)."""
-    init = init.model_copy(deep=True)
+    init = init.copy()
     nr = init.node_registration
     nr.name = nr.name or "node"
     nr.cri_socket = nr.cri_socket or c.DEFAULT_CRI_SOCKET
@@ -371,7 +371,7 @@ def load_upgrade_config(
     for name, value in flags.items():
         for sec in sections:
             attr = _UPGRADE_FLAGS.get(name)
-            if attr and attr in type(sec).model_fields:
+            if attr and attr in field_names(type(sec)):
                 setattr(sec, attr, bool(value))
             elif name == "kubernetes-version" and isinstance(sec, _VERSIONED_UPGRADE_SECTIONS):
                 sec.kubernetes_version = str(value)

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import Field
-
 from pykubeadm import constants as c
 from pykubeadm.api import v1beta4
-from pykubeadm.api._base import Duration, KubeModel
+from pykubeadm.api._base import Duration, KubeModel, field
 
 __all__ = [
     "API_VERSION",
@@ -32,12 +30,12 @@ API_VERSION: Final = c.KUBEADM_OLD_API_VERSION
 
 
 class ControlPlaneComponent(KubeModel):
-    extra_args: dict[str, str] = Field(default_factory=dict)
-    extra_volumes: list[v1beta4.HostPathMount] = Field(default_factory=list)
+    extra_args: dict[str, str] = field(default_factory=dict)
+    extra_volumes: list[v1beta4.HostPathMount] = field(default_factory=list)
 
 
 class APIServer(ControlPlaneComponent):
-    cert_sans: list[str] = Field(default_factory=list, alias="certSANs")
+    cert_sans: list[str] = field(default_factory=list, name="certSANs")
     timeout_for_control_plane: Duration | None = None
 
 
@@ -50,9 +48,9 @@ class LocalEtcd(KubeModel):
     image_repository: str = ""
     image_tag: str = ""
     data_dir: str = ""
-    extra_args: dict[str, str] = Field(default_factory=dict)
-    server_cert_sans: list[str] = Field(default_factory=list, alias="serverCertSANs")
-    peer_cert_sans: list[str] = Field(default_factory=list, alias="peerCertSANs")
+    extra_args: dict[str, str] = field(default_factory=dict)
+    server_cert_sans: list[str] = field(default_factory=list, name="serverCertSANs")
+    peer_cert_sans: list[str] = field(default_factory=list, name="peerCertSANs")
 
 
 class Etcd(KubeModel):
@@ -63,17 +61,17 @@ class Etcd(KubeModel):
 class ClusterConfiguration(KubeModel):
     api_version: Literal["kubeadm.k8s.io/v1beta3"] = API_VERSION
     kind: Literal["ClusterConfiguration"] = "ClusterConfiguration"
-    etcd: Etcd = Field(default_factory=Etcd)
-    networking: v1beta4.Networking = Field(default_factory=v1beta4.Networking)
+    etcd: Etcd = field(default_factory=Etcd)
+    networking: v1beta4.Networking = field(default_factory=v1beta4.Networking)
     kubernetes_version: str = ""
     control_plane_endpoint: str = ""
-    api_server: APIServer = Field(default_factory=APIServer)
-    controller_manager: ControlPlaneComponent = Field(default_factory=ControlPlaneComponent)
-    scheduler: ControlPlaneComponent = Field(default_factory=ControlPlaneComponent)
-    dns: DNS = Field(default_factory=DNS)
+    api_server: APIServer = field(default_factory=APIServer)
+    controller_manager: ControlPlaneComponent = field(default_factory=ControlPlaneComponent)
+    scheduler: ControlPlaneComponent = field(default_factory=ControlPlaneComponent)
+    dns: DNS = field(default_factory=DNS)
     certificates_dir: str = ""
     image_repository: str = ""
-    feature_gates: dict[str, bool] = Field(default_factory=dict)
+    feature_gates: dict[str, bool] = field(default_factory=dict)
     cluster_name: str = ""
 
 
@@ -81,27 +79,27 @@ class NodeRegistrationOptions(KubeModel):
     name: str = ""
     cri_socket: str = ""
     taints: list[v1beta4.Taint] | None = None
-    kubelet_extra_args: dict[str, str] = Field(default_factory=dict)
-    ignore_preflight_errors: list[str] = Field(default_factory=list)
+    kubelet_extra_args: dict[str, str] = field(default_factory=dict)
+    ignore_preflight_errors: list[str] = field(default_factory=list)
     image_pull_policy: str = ""
 
 
 class InitConfiguration(KubeModel):
     api_version: Literal["kubeadm.k8s.io/v1beta3"] = API_VERSION
     kind: Literal["InitConfiguration"] = "InitConfiguration"
-    bootstrap_tokens: list[v1beta4.BootstrapToken] = Field(default_factory=list)
-    node_registration: NodeRegistrationOptions = Field(default_factory=NodeRegistrationOptions)
-    local_api_endpoint: v1beta4.APIEndpoint = Field(default_factory=v1beta4.APIEndpoint, alias="localAPIEndpoint")
+    bootstrap_tokens: list[v1beta4.BootstrapToken] = field(default_factory=list)
+    node_registration: NodeRegistrationOptions = field(default_factory=NodeRegistrationOptions)
+    local_api_endpoint: v1beta4.APIEndpoint = field(default_factory=v1beta4.APIEndpoint, name="localAPIEndpoint")
     certificate_key: str = ""
-    skip_phases: list[str] = Field(default_factory=list)
+    skip_phases: list[str] = field(default_factory=list)
     patches: v1beta4.Patches | None = None
 
 
 class BootstrapTokenDiscovery(KubeModel):
     token: str = ""
     api_server_endpoint: str = ""
-    ca_cert_hashes: list[str] = Field(default_factory=list)
-    unsafe_skip_ca_verification: bool = Field(default=False, alias="unsafeSkipCAVerification")
+    ca_cert_hashes: list[str] = field(default_factory=list)
+    unsafe_skip_ca_verification: bool = field(default=False, name="unsafeSkipCAVerification")
 
 
 class Discovery(KubeModel):
@@ -112,18 +110,18 @@ class Discovery(KubeModel):
 
 
 class JoinControlPlane(KubeModel):
-    local_api_endpoint: v1beta4.APIEndpoint = Field(default_factory=v1beta4.APIEndpoint, alias="localAPIEndpoint")
+    local_api_endpoint: v1beta4.APIEndpoint = field(default_factory=v1beta4.APIEndpoint, name="localAPIEndpoint")
     certificate_key: str = ""
 
 
 class JoinConfiguration(KubeModel):
     api_version: Literal["kubeadm.k8s.io/v1beta3"] = API_VERSION
     kind: Literal["JoinConfiguration"] = "JoinConfiguration"
-    node_registration: NodeRegistrationOptions = Field(default_factory=NodeRegistrationOptions)
+    node_registration: NodeRegistrationOptions = field(default_factory=NodeRegistrationOptions)
     ca_cert_path: str = ""
-    discovery: Discovery = Field(default_factory=Discovery)
+    discovery: Discovery = field(default_factory=Discovery)
     control_plane: JoinControlPlane | None = None
-    skip_phases: list[str] = Field(default_factory=list)
+    skip_phases: list[str] = field(default_factory=list)
     patches: v1beta4.Patches | None = None
 
 
@@ -178,7 +176,7 @@ def convert_cluster(old: ClusterConfiguration) -> v1beta4.ClusterConfiguration:
     if old.feature_gates.get("PublicKeysECDSA"):
         # v1beta3 selected ECDSA keys with this (deprecated) gate; v1beta4 has encryptionAlgorithm
         body["encryptionAlgorithm"] = "ECDSA-P256"
-    return v1beta4.ClusterConfiguration.model_validate(body)
+    return v1beta4.ClusterConfiguration.from_obj(body)
 
 
 def control_plane_timeout(old: ClusterConfiguration) -> Any:
@@ -190,7 +188,7 @@ def convert_init(old: InitConfiguration, cluster: ClusterConfiguration | None = 
     """v1beta3 → v1beta4 InitConfiguration; `cluster` supplies timeoutForControlPlane if present."""
     body = _body(old)
     body["nodeRegistration"] = _node_registration(old.node_registration)
-    new = v1beta4.InitConfiguration.model_validate(body)
+    new = v1beta4.InitConfiguration.from_obj(body)
     if cluster is not None and cluster.api_server.timeout_for_control_plane is not None:
         assert new.timeouts is not None
         new.timeouts.control_plane_component_health_check = cluster.api_server.timeout_for_control_plane
@@ -202,7 +200,7 @@ def convert_join(old: JoinConfiguration) -> v1beta4.JoinConfiguration:
     body = _body(old)
     body["nodeRegistration"] = _node_registration(old.node_registration)
     body.get("discovery", {}).pop("timeout", None)
-    new = v1beta4.JoinConfiguration.model_validate(body)
+    new = v1beta4.JoinConfiguration.from_obj(body)
     if old.discovery.timeout is not None:
         assert new.timeouts is not None
         new.timeouts.discovery = old.discovery.timeout

@@ -1,4 +1,4 @@
-"""The kubeadm config API `kubeadm.k8s.io/v1beta4` (kubeadm v1.33) as pydantic models, with kubeadm's static defaults.
+"""The kubeadm config API `kubeadm.k8s.io/v1beta4` (kubeadm v1.33) as msgspec Structs (`pykubeadm.api._base`), with kubeadm's static defaults.
 
 Python attributes are the snake_case of the YAML names; aliases are kubeadm's exact YAML names (`api_server.cert_sans`
 ↔ `apiServer.certSANs`, `local_api_endpoint` ↔ `localAPIEndpoint`). Durations are `timedelta` (Go format in YAML).
@@ -12,10 +12,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, ClassVar, Final, Literal
 
-from pydantic import Field, model_validator
-
 from pykubeadm import constants as c
-from pykubeadm.api._base import Duration, KubeModel, Time
+from pykubeadm.api._base import Duration, KubeModel, Time, field, field_default, field_names
 
 __all__ = [
     "API_VERSION",
@@ -116,19 +114,17 @@ class Timeouts(KubeModel):
 
     control_plane_component_health_check: Duration | None = c.CONTROL_PLANE_COMPONENT_HEALTH_CHECK_TIMEOUT
     kubelet_health_check: Duration | None = c.KUBELET_HEALTH_CHECK_TIMEOUT
-    kubernetes_api_call: Duration | None = Field(default=c.KUBERNETES_API_CALL_TIMEOUT, alias="kubernetesAPICall")
-    etcd_api_call: Duration | None = Field(default=c.ETCD_API_CALL_TIMEOUT, alias="etcdAPICall")
+    kubernetes_api_call: Duration | None = field(default=c.KUBERNETES_API_CALL_TIMEOUT, name="kubernetesAPICall")
+    etcd_api_call: Duration | None = field(default=c.ETCD_API_CALL_TIMEOUT, name="etcdAPICall")
     tls_bootstrap: Duration | None = c.TLS_BOOTSTRAP_TIMEOUT
     discovery: Duration | None = c.DISCOVERY_TIMEOUT
     upgrade_manifests: Duration | None = c.UPGRADE_MANIFESTS_TIMEOUT
 
-    @model_validator(mode="after")
-    def _default_nils(self) -> Timeouts:
+    def __post_init__(self) -> None:
         # An explicit `null` in YAML still gets the default, as SetDefaults_Timeouts does for nil pointers.
-        for name, field in type(self).model_fields.items():
+        for name in field_names(type(self)):
             if getattr(self, name) is None:
-                object.__setattr__(self, name, field.default)
-        return self
+                setattr(self, name, field_default(type(self), name))
 
 
 # --- bootstrap tokens (bootstraptoken/v1) ---------------------------------------------------------------------------
@@ -141,18 +137,16 @@ class BootstrapToken(KubeModel):
     description: str = ""
     ttl: Duration | None = None
     expires: Time | None = None
-    usages: list[str] = Field(default_factory=lambda: list(DEFAULT_TOKEN_USAGES))
-    groups: list[str] = Field(default_factory=lambda: list(DEFAULT_TOKEN_GROUPS))
+    usages: list[str] = field(default_factory=lambda: list(DEFAULT_TOKEN_USAGES))
+    groups: list[str] = field(default_factory=lambda: list(DEFAULT_TOKEN_GROUPS))
 
-    @model_validator(mode="after")
-    def _defaults(self) -> BootstrapToken:
+    def __post_init__(self) -> None:
         if self.ttl is None and self.expires is None:
             self.ttl = c.DEFAULT_TOKEN_DURATION
         if not self.usages:
             self.usages = list(DEFAULT_TOKEN_USAGES)
         if not self.groups:
             self.groups = list(DEFAULT_TOKEN_GROUPS)
-        return self
 
     @property
     def token_id(self) -> str | None:
@@ -169,18 +163,16 @@ class NodeRegistrationOptions(KubeModel):
     name: str = ""
     cri_socket: str = ""
     taints: list[Taint] | None = None
-    kubelet_extra_args: list[Arg] = Field(default_factory=list)
-    ignore_preflight_errors: list[str] = Field(default_factory=list)
+    kubelet_extra_args: list[Arg] = field(default_factory=list)
+    ignore_preflight_errors: list[str] = field(default_factory=list)
     image_pull_policy: str = DEFAULT_IMAGE_PULL_POLICY
     image_pull_serial: bool | None = True
 
-    @model_validator(mode="after")
-    def _defaults(self) -> NodeRegistrationOptions:
+    def __post_init__(self) -> None:
         if not self.image_pull_policy:
             self.image_pull_policy = DEFAULT_IMAGE_PULL_POLICY
         if self.image_pull_serial is None:
             self.image_pull_serial = True
-        return self
 
 
 # --- InitConfiguration ----------------------------------------------------------------------------------------------
@@ -191,24 +183,22 @@ class InitConfiguration(KubeModel):
 
     api_version: Literal["kubeadm.k8s.io/v1beta4"] = API_VERSION
     kind: Literal["InitConfiguration"] = "InitConfiguration"
-    bootstrap_tokens: list[BootstrapToken] = Field(default_factory=lambda: [BootstrapToken()])
+    bootstrap_tokens: list[BootstrapToken] = field(default_factory=lambda: [BootstrapToken()])
     dry_run: bool = False
-    node_registration: NodeRegistrationOptions = Field(default_factory=NodeRegistrationOptions)
-    local_api_endpoint: APIEndpoint = Field(default_factory=APIEndpoint, alias="localAPIEndpoint")
+    node_registration: NodeRegistrationOptions = field(default_factory=NodeRegistrationOptions)
+    local_api_endpoint: APIEndpoint = field(default_factory=APIEndpoint, name="localAPIEndpoint")
     certificate_key: str = ""
-    skip_phases: list[str] = Field(default_factory=list)
+    skip_phases: list[str] = field(default_factory=list)
     patches: Patches | None = None
-    timeouts: Timeouts | None = Field(default_factory=Timeouts)
+    timeouts: Timeouts | None = field(default_factory=Timeouts)
 
-    @model_validator(mode="after")
-    def _defaults(self) -> InitConfiguration:
+    def __post_init__(self) -> None:
         if not self.bootstrap_tokens:
             self.bootstrap_tokens = [BootstrapToken()]
         if self.timeouts is None:
             self.timeouts = Timeouts()
         if not self.local_api_endpoint.bind_port:
             self.local_api_endpoint.bind_port = c.KUBE_APISERVER_PORT
-        return self
 
 
 # --- ClusterConfiguration -------------------------------------------------------------------------------------------
@@ -217,13 +207,13 @@ class InitConfiguration(KubeModel):
 class ControlPlaneComponent(KubeModel):
     """extraArgs (list of Arg, overriding kubeadm's flags), extraVolumes, extraEnvs."""
 
-    extra_args: list[Arg] = Field(default_factory=list)
-    extra_volumes: list[HostPathMount] = Field(default_factory=list)
-    extra_envs: list[EnvVar] = Field(default_factory=list)
+    extra_args: list[Arg] = field(default_factory=list)
+    extra_volumes: list[HostPathMount] = field(default_factory=list)
+    extra_envs: list[EnvVar] = field(default_factory=list)
 
 
 class APIServer(ControlPlaneComponent):
-    cert_sans: list[str] = Field(default_factory=list, alias="certSANs")
+    cert_sans: list[str] = field(default_factory=list, name="certSANs")
 
 
 class DNS(KubeModel):
@@ -241,21 +231,19 @@ class LocalEtcd(KubeModel):
     image_repository: str = ""
     image_tag: str = ""
     data_dir: str = c.DEFAULT_ETCD_DATA_DIR
-    extra_args: list[Arg] = Field(default_factory=list)
-    extra_envs: list[EnvVar] = Field(default_factory=list)
-    server_cert_sans: list[str] = Field(default_factory=list, alias="serverCertSANs")
-    peer_cert_sans: list[str] = Field(default_factory=list, alias="peerCertSANs")
+    extra_args: list[Arg] = field(default_factory=list)
+    extra_envs: list[EnvVar] = field(default_factory=list)
+    server_cert_sans: list[str] = field(default_factory=list, name="serverCertSANs")
+    peer_cert_sans: list[str] = field(default_factory=list, name="peerCertSANs")
 
-    @model_validator(mode="after")
-    def _defaults(self) -> LocalEtcd:
+    def __post_init__(self) -> None:
         if not self.data_dir:
             self.data_dir = c.DEFAULT_ETCD_DATA_DIR
-        return self
 
 
 class ExternalEtcd(KubeModel):
     _keep = frozenset({"endpoints", "ca_file", "cert_file", "key_file"})
-    endpoints: list[str] = Field(default_factory=list)
+    endpoints: list[str] = field(default_factory=list)
     ca_file: str = ""
     cert_file: str = ""
     key_file: str = ""
@@ -267,11 +255,9 @@ class Etcd(KubeModel):
     local: LocalEtcd | None = None
     external: ExternalEtcd | None = None
 
-    @model_validator(mode="after")
-    def _defaults(self) -> Etcd:
+    def __post_init__(self) -> None:
         if self.local is None and self.external is None:
             self.local = LocalEtcd()
-        return self
 
 
 class Networking(KubeModel):
@@ -279,13 +265,11 @@ class Networking(KubeModel):
     pod_subnet: str = ""
     dns_domain: str = c.DEFAULT_DNS_DOMAIN
 
-    @model_validator(mode="after")
-    def _defaults(self) -> Networking:
+    def __post_init__(self) -> None:
         if not self.service_subnet:
             self.service_subnet = c.DEFAULT_SERVICE_SUBNET
         if not self.dns_domain:
             self.dns_domain = c.DEFAULT_DNS_DOMAIN
-        return self
 
 
 class ClusterConfiguration(KubeModel):
@@ -293,25 +277,24 @@ class ClusterConfiguration(KubeModel):
 
     api_version: Literal["kubeadm.k8s.io/v1beta4"] = API_VERSION
     kind: Literal["ClusterConfiguration"] = "ClusterConfiguration"
-    etcd: Etcd = Field(default_factory=Etcd)
-    networking: Networking = Field(default_factory=Networking)
+    etcd: Etcd = field(default_factory=Etcd)
+    networking: Networking = field(default_factory=Networking)
     kubernetes_version: str = c.DEFAULT_KUBERNETES_VERSION_LABEL
     control_plane_endpoint: str = ""
-    api_server: APIServer = Field(default_factory=APIServer)
-    controller_manager: ControlPlaneComponent = Field(default_factory=ControlPlaneComponent)
-    scheduler: ControlPlaneComponent = Field(default_factory=ControlPlaneComponent)
-    dns: DNS = Field(default_factory=DNS)
-    proxy: Proxy = Field(default_factory=Proxy)
+    api_server: APIServer = field(default_factory=APIServer)
+    controller_manager: ControlPlaneComponent = field(default_factory=ControlPlaneComponent)
+    scheduler: ControlPlaneComponent = field(default_factory=ControlPlaneComponent)
+    dns: DNS = field(default_factory=DNS)
+    proxy: Proxy = field(default_factory=Proxy)
     certificates_dir: str = c.DEFAULT_CERTIFICATES_DIR
     image_repository: str = c.DEFAULT_IMAGE_REPOSITORY
-    feature_gates: dict[str, bool] = Field(default_factory=dict)
+    feature_gates: dict[str, bool] = field(default_factory=dict)
     cluster_name: str = c.DEFAULT_CLUSTER_NAME
     encryption_algorithm: str = c.DEFAULT_ENCRYPTION_ALGORITHM
     certificate_validity_period: Duration | None = c.CERTIFICATE_VALIDITY_PERIOD
     ca_certificate_validity_period: Duration | None = c.CA_CERTIFICATE_VALIDITY_PERIOD
 
-    @model_validator(mode="after")
-    def _defaults(self) -> ClusterConfiguration:
+    def __post_init__(self) -> None:
         for name in (
             "kubernetes_version",
             "certificates_dir",
@@ -322,8 +305,7 @@ class ClusterConfiguration(KubeModel):
             "ca_certificate_validity_period",
         ):
             if not getattr(self, name) and getattr(self, name) != timedelta(0):
-                setattr(self, name, type(self).model_fields[name].default)
-        return self
+                setattr(self, name, field_default(type(self), name))
 
 
 # --- JoinConfiguration ----------------------------------------------------------------------------------------------
@@ -333,8 +315,8 @@ class BootstrapTokenDiscovery(KubeModel):
     _keep = frozenset({"token"})
     token: str = ""
     api_server_endpoint: str = ""
-    ca_cert_hashes: list[str] = Field(default_factory=list)
-    unsafe_skip_ca_verification: bool = Field(default=False, alias="unsafeSkipCAVerification")
+    ca_cert_hashes: list[str] = field(default_factory=list)
+    unsafe_skip_ca_verification: bool = field(default=False, name="unsafeSkipCAVerification")
 
 
 class FileDiscovery(KubeModel):
@@ -347,24 +329,20 @@ class Discovery(KubeModel):
     file: FileDiscovery | None = None
     tls_bootstrap_token: str = ""
 
-    @model_validator(mode="after")
-    def _defaults(self) -> Discovery:
+    def __post_init__(self) -> None:
         if not self.tls_bootstrap_token and self.bootstrap_token is not None:
             self.tls_bootstrap_token = self.bootstrap_token.token
         if self.file is not None and self.file.kube_config_path.startswith("file://"):
             self.file.kube_config_path = self.file.kube_config_path[len("file://") :]
-        return self
 
 
 class JoinControlPlane(KubeModel):
-    local_api_endpoint: APIEndpoint = Field(default_factory=APIEndpoint, alias="localAPIEndpoint")
+    local_api_endpoint: APIEndpoint = field(default_factory=APIEndpoint, name="localAPIEndpoint")
     certificate_key: str = ""
 
-    @model_validator(mode="after")
-    def _defaults(self) -> JoinControlPlane:
+    def __post_init__(self) -> None:
         if not self.local_api_endpoint.bind_port:
             self.local_api_endpoint.bind_port = c.KUBE_APISERVER_PORT
-        return self
 
 
 class JoinConfiguration(KubeModel):
@@ -372,21 +350,19 @@ class JoinConfiguration(KubeModel):
     api_version: Literal["kubeadm.k8s.io/v1beta4"] = API_VERSION
     kind: Literal["JoinConfiguration"] = "JoinConfiguration"
     dry_run: bool = False
-    node_registration: NodeRegistrationOptions = Field(default_factory=NodeRegistrationOptions)
+    node_registration: NodeRegistrationOptions = field(default_factory=NodeRegistrationOptions)
     ca_cert_path: str = c.DEFAULT_CERTIFICATES_DIR + "/ca.crt"
-    discovery: Discovery = Field(default_factory=Discovery)
+    discovery: Discovery = field(default_factory=Discovery)
     control_plane: JoinControlPlane | None = None
-    skip_phases: list[str] = Field(default_factory=list)
+    skip_phases: list[str] = field(default_factory=list)
     patches: Patches | None = None
-    timeouts: Timeouts | None = Field(default_factory=Timeouts)
+    timeouts: Timeouts | None = field(default_factory=Timeouts)
 
-    @model_validator(mode="after")
-    def _defaults(self) -> JoinConfiguration:
+    def __post_init__(self) -> None:
         if not self.ca_cert_path:
             self.ca_cert_path = c.DEFAULT_CERTIFICATES_DIR + "/ca.crt"
         if self.timeouts is None:
             self.timeouts = Timeouts()
-        return self
 
 
 # --- ResetConfiguration ---------------------------------------------------------------------------------------------
@@ -402,18 +378,16 @@ class ResetConfiguration(KubeModel):
     cri_socket: str = ""
     dry_run: bool = False
     force: bool = False
-    ignore_preflight_errors: list[str] = Field(default_factory=list)
-    skip_phases: list[str] = Field(default_factory=list)
-    unmount_flags: list[str] = Field(default_factory=list)
-    timeouts: Timeouts | None = Field(default_factory=Timeouts)
+    ignore_preflight_errors: list[str] = field(default_factory=list)
+    skip_phases: list[str] = field(default_factory=list)
+    unmount_flags: list[str] = field(default_factory=list)
+    timeouts: Timeouts | None = field(default_factory=Timeouts)
 
-    @model_validator(mode="after")
-    def _defaults(self) -> ResetConfiguration:
+    def __post_init__(self) -> None:
         if not self.certificates_dir:
             self.certificates_dir = c.DEFAULT_CERTIFICATES_DIR
         if self.timeouts is None:
             self.timeouts = Timeouts()
-        return self
 
 
 # --- UpgradeConfiguration -------------------------------------------------------------------------------------------
@@ -422,15 +396,15 @@ class ResetConfiguration(KubeModel):
 class UpgradeApplyConfiguration(KubeModel):
     kubernetes_version: str = ""
     allow_experimental_upgrades: bool | None = None
-    allow_rc_upgrades: bool | None = Field(default=None, alias="allowRCUpgrades")
+    allow_rc_upgrades: bool | None = field(default=None, name="allowRCUpgrades")
     certificate_renewal: bool | None = True
     dry_run: bool | None = None
     etcd_upgrade: bool | None = True
     force_upgrade: bool | None = None
-    ignore_preflight_errors: list[str] = Field(default_factory=list)
+    ignore_preflight_errors: list[str] = field(default_factory=list)
     patches: Patches | None = None
     print_config: bool | None = None
-    skip_phases: list[str] = Field(default_factory=list)
+    skip_phases: list[str] = field(default_factory=list)
     image_pull_policy: str = DEFAULT_IMAGE_PULL_POLICY
     image_pull_serial: bool | None = True
 
@@ -440,14 +414,12 @@ class UpgradeApplyConfiguration(KubeModel):
         "image_pull_serial": True,
     }
 
-    @model_validator(mode="after")
-    def _defaults(self) -> UpgradeApplyConfiguration:
+    def __post_init__(self) -> None:
         for name, default in self._pointer_defaults.items():
             if getattr(self, name) is None:
                 setattr(self, name, default)
         if not self.image_pull_policy:
             self.image_pull_policy = DEFAULT_IMAGE_PULL_POLICY
-        return self
 
 
 class UpgradeDiffConfiguration(KubeModel):
@@ -459,53 +431,47 @@ class UpgradeNodeConfiguration(KubeModel):
     certificate_renewal: bool | None = True
     dry_run: bool | None = None
     etcd_upgrade: bool | None = True
-    ignore_preflight_errors: list[str] = Field(default_factory=list)
-    skip_phases: list[str] = Field(default_factory=list)
+    ignore_preflight_errors: list[str] = field(default_factory=list)
+    skip_phases: list[str] = field(default_factory=list)
     patches: Patches | None = None
     image_pull_policy: str = DEFAULT_IMAGE_PULL_POLICY
     image_pull_serial: bool | None = True
 
-    @model_validator(mode="after")
-    def _defaults(self) -> UpgradeNodeConfiguration:
+    def __post_init__(self) -> None:
         for name in ("certificate_renewal", "etcd_upgrade", "image_pull_serial"):
             if getattr(self, name) is None:
                 setattr(self, name, True)
         if not self.image_pull_policy:
             self.image_pull_policy = DEFAULT_IMAGE_PULL_POLICY
-        return self
 
 
 class UpgradePlanConfiguration(KubeModel):
     kubernetes_version: str = ""
     allow_experimental_upgrades: bool | None = None
-    allow_rc_upgrades: bool | None = Field(default=None, alias="allowRCUpgrades")
+    allow_rc_upgrades: bool | None = field(default=None, name="allowRCUpgrades")
     dry_run: bool | None = None
-    ignore_preflight_errors: list[str] = Field(default_factory=list)
+    ignore_preflight_errors: list[str] = field(default_factory=list)
     print_config: bool | None = None
     etcd_upgrade: bool | None = True
 
-    @model_validator(mode="after")
-    def _defaults(self) -> UpgradePlanConfiguration:
+    def __post_init__(self) -> None:
         if self.etcd_upgrade is None:
             self.etcd_upgrade = True
-        return self
 
 
 class UpgradeConfiguration(KubeModel):
     _keep = frozenset({"apply", "diff", "node", "plan"})
     api_version: Literal["kubeadm.k8s.io/v1beta4"] = API_VERSION
     kind: Literal["UpgradeConfiguration"] = "UpgradeConfiguration"
-    apply: UpgradeApplyConfiguration = Field(default_factory=UpgradeApplyConfiguration)
-    diff: UpgradeDiffConfiguration = Field(default_factory=UpgradeDiffConfiguration)
-    node: UpgradeNodeConfiguration = Field(default_factory=UpgradeNodeConfiguration)
-    plan: UpgradePlanConfiguration = Field(default_factory=UpgradePlanConfiguration)
-    timeouts: Timeouts | None = Field(default_factory=Timeouts)
+    apply: UpgradeApplyConfiguration = field(default_factory=UpgradeApplyConfiguration)
+    diff: UpgradeDiffConfiguration = field(default_factory=UpgradeDiffConfiguration)
+    node: UpgradeNodeConfiguration = field(default_factory=UpgradeNodeConfiguration)
+    plan: UpgradePlanConfiguration = field(default_factory=UpgradePlanConfiguration)
+    timeouts: Timeouts | None = field(default_factory=Timeouts)
 
-    @model_validator(mode="after")
-    def _defaults(self) -> UpgradeConfiguration:
+    def __post_init__(self) -> None:
         if self.timeouts is None:
             self.timeouts = Timeouts()
-        return self
 
 
 #: kind → model class of this API version.

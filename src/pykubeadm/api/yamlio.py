@@ -9,11 +9,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import pydantic
 import yaml
 import yaml.emitter
 
-from pykubeadm.api._base import KubeModel
+from pykubeadm.api._base import DecodeError, KubeModel
 from pykubeadm.errors import FieldError, ValidationError
 
 __all__ = [
@@ -92,36 +91,17 @@ def _yaml_error_text(e: yaml.YAMLError) -> str:
     return f"yaml: {problem}"
 
 
-def _loc_path(loc: Iterable[Any]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
-
-
 def decode(model: type[M], doc: Document | dict[str, Any], gvk: str | None = None) -> M:
     """Strictly decode a document into `model`; unknown fields and bad types become one ValidationError."""
     body = doc.body if isinstance(doc, Document) else doc
     gvk = gvk or (doc.gvk if isinstance(doc, Document) else "")
     try:
-        return model.model_validate(body)
-    except pydantic.ValidationError as e:
-        unknown: list[str] = []
-        errors: list[FieldError | str] = []
-        for err in e.errors(include_url=False):
-            path = _loc_path(err["loc"])
-            if err["type"] == "extra_forbidden":
-                unknown.append(f'unknown field "{path}"')
-            else:
-                msg = err["msg"]
-                if msg.startswith("Value error, "):
-                    msg = msg[len("Value error, ") :]
-                errors.append(FieldError(path, err.get("input"), msg))
-        if unknown:
-            errors.insert(0, f"error unmarshaling configuration {gvk}: strict decoding error: " + ", ".join(unknown))
+        return model.from_obj(body)
+    except DecodeError as e:
+        errors: list[FieldError | str] = list(e.errors)
+        if e.unknown:
+            unknown = ", ".join(f'unknown field "{path}"' for path in e.unknown)
+            errors.insert(0, f"error unmarshaling configuration {gvk}: strict decoding error: {unknown}")
         raise ValidationError(errors) from None
 
 

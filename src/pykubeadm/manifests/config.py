@@ -28,10 +28,7 @@ __all__ = ["component_extras", "env_specs", "inputs_from_config", "mounts"]
 def env_specs(envs: Iterable[Any] | None) -> tuple[EnvSpec, ...]:
     out = []
     for e in envs or ():
-        value_from = getattr(e, "value_from", None)
-        if value_from is not None and hasattr(value_from, "model_dump"):
-            value_from = value_from.model_dump(by_alias=True, exclude_none=True)
-        out.append(EnvSpec(e.name, getattr(e, "value", "") or "", value_from))
+        out.append(EnvSpec(e.name, getattr(e, "value", "") or "", getattr(e, "value_from", None)))
     return tuple(out)
 
 

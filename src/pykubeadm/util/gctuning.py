@@ -1,6 +1,6 @@
 """When Python's cyclic garbage collector runs in our processes.
 
-A pykubeadm process imports a few thousand modules' worth of objects (pydantic models, lightkube resources, aiohttp)
+A pykubeadm process imports a few thousand modules' worth of objects (config models, lightkube resources, aiohttp)
 that live until it exits. With the default thresholds the collector walks them again and again while they are being
 imported and once more at interpreter shutdown, which costs a CLI run or a component start tens of milliseconds.
 

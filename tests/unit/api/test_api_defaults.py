@@ -40,7 +40,7 @@ def test_init_dynamic_defaults() -> None:
 
 
 def test_explicit_empty_taints_stay_empty_and_names_are_lowercased() -> None:
-    init = v1beta4.InitConfiguration.model_validate({"nodeRegistration": {"name": "  Node-A ", "taints": []}})
+    init = v1beta4.InitConfiguration.from_obj({"nodeRegistration": {"name": "  Node-A ", "taints": []}})
     _init_defaults(init, v1beta4.ClusterConfiguration())
     assert init.node_registration.taints == []
     assert init.node_registration.name == "node-a"

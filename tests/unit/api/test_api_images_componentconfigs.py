@@ -21,7 +21,7 @@ def test_images_default_and_custom_repositories() -> None:
         f"registry.k8s.io/pause:{c.PAUSE_VERSION}",
         f"registry.k8s.io/etcd:{c.SUPPORTED_ETCD_VERSION[33]}",
     ]
-    cluster = v1beta4.ClusterConfiguration.model_validate(
+    cluster = v1beta4.ClusterConfiguration.from_obj(
         {
             "kubernetesVersion": "v1.33.0",
             "imageRepository": "mirror.local",

@@ -292,6 +292,6 @@ def test_dump_roundtrip() -> None:
     assert docs[0]["bootstrapTokens"][0]["token"] == "abcdef.0123456789abcdef"
     stored = dump_cluster_configuration(cfg.cluster)
     assert "kind: ClusterConfiguration\n" in stored and "podSubnet: 10.244.0.0/16\n" in stored
-    again = v1beta4.ClusterConfiguration.model_validate(yaml.safe_load(stored))
+    again = v1beta4.ClusterConfiguration.from_obj(yaml.safe_load(stored))
     assert again == cfg.cluster
     assert len(list(yaml.safe_load_all(dump_init_config(cfg, component_configs=True)))) == 4

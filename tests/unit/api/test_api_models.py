@@ -51,7 +51,7 @@ def test_bad_duration(bad: str) -> None:
 
 
 def test_snake_case_attributes_and_camel_aliases() -> None:
-    cc = v1beta4.ClusterConfiguration.model_validate(
+    cc = v1beta4.ClusterConfiguration.from_obj(
         {
             "apiServer": {"certSANs": ["a.example.com"], "extraArgs": [{"name": "v", "value": "2"}]},
             "networking": {"podSubnet": "10.244.0.0/16"},
@@ -65,7 +65,7 @@ def test_snake_case_attributes_and_camel_aliases() -> None:
     assert cc.etcd.external is not None and cc.etcd.external.endpoints == ["https://e:2379"]
     assert cc.etcd.local is None  # not defaulted when external is given
     assert cc.certificate_validity_period == timedelta(hours=48)
-    init = v1beta4.InitConfiguration.model_validate({"localAPIEndpoint": {"advertiseAddress": "10.0.0.1"}})
+    init = v1beta4.InitConfiguration.from_obj({"localAPIEndpoint": {"advertiseAddress": "10.0.0.1"}})
     assert init.local_api_endpoint.advertise_address == "10.0.0.1"
     # populate by name works too
     assert v1beta4.Networking(pod_subnet="10.1.0.0/16").pod_subnet == "10.1.0.0/16"
@@ -86,7 +86,7 @@ def test_static_defaults() -> None:
     [bt] = init.bootstrap_tokens
     assert bt.ttl == timedelta(hours=24) and bt.usages == ["signing", "authentication"]
     assert init.timeouts is not None and init.timeouts.kubernetes_api_call == timedelta(minutes=1)
-    join = v1beta4.JoinConfiguration.model_validate(
+    join = v1beta4.JoinConfiguration.from_obj(
         {"discovery": {"bootstrapToken": {"token": "abcdef.0123456789abcdef"}, "file": None}}
     )
     assert join.discovery.tls_bootstrap_token == "abcdef.0123456789abcdef"
@@ -131,9 +131,53 @@ def test_bad_types_name_the_field() -> None:
         decode(v1beta4.InitConfiguration, doc)
 
 
+def test_every_unknown_field_is_reported_in_document_order() -> None:
+    [doc] = split_documents(
+        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nnodeRegistration:\n  foo: 1\n"
+        "bootstrapTokens:\n- bar: 2\n"
+    )
+    with pytest.raises(ValidationError) as e:
+        decode(v1beta4.InitConfiguration, doc)
+    assert 'strict decoding error: unknown field "nodeRegistration.foo", unknown field "bootstrapTokens[0].bar"' in str(
+        e.value
+    )
+
+
+def test_numbers_in_strings_are_not_coerced() -> None:
+    # Go's decoder rejects a string for an int32 (bindPort: "6443"); so do we, naming the field and the value.
+    [doc] = split_documents(
+        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocalAPIEndpoint:\n  bindPort: '6443'\n"
+    )
+    with pytest.raises(
+        ValidationError, match=r'localAPIEndpoint\.bindPort: Invalid value: "6443": Expected int, got str'
+    ):
+        decode(v1beta4.InitConfiguration, doc)
+
+
+def test_a_bad_map_value_is_reported_on_the_map() -> None:
+    with pytest.raises(Exception, match=r"featureGates: Invalid value: \{'A': 'x'\}: Expected bool, got str"):
+        v1beta4.ClusterConfiguration.from_obj({"featureGates": {"A": "x"}})
+
+
+def test_null_for_a_value_field_is_its_default_and_for_a_pointer_stays_none() -> None:
+    init = v1beta4.InitConfiguration.from_obj(
+        {"nodeRegistration": {"name": None, "taints": None, "imagePullPolicy": None}, "timeouts": {"discovery": None}}
+    )
+    assert init.node_registration.name == "" and init.node_registration.taints is None
+    assert init.node_registration.image_pull_policy == "IfNotPresent"
+    assert init.timeouts is not None and init.timeouts.discovery == timedelta(minutes=5)
+
+
+def test_copy_is_deep() -> None:
+    init = v1beta4.InitConfiguration()
+    clone = init.copy()
+    clone.node_registration.name = "other"
+    assert init.node_registration.name == "" and clone != init
+
+
 def test_bad_duration_in_yaml() -> None:
     with pytest.raises(Exception, match="invalid duration"):
-        v1beta4.ClusterConfiguration.model_validate({"certificateValidityPeriod": "forever"})
+        v1beta4.ClusterConfiguration.from_obj({"certificateValidityPeriod": "forever"})
 
 
 def test_invalid_yaml_and_missing_kind() -> None:

@@ -156,9 +156,7 @@ def test_bootstrap_token_groups_and_expiry() -> None:
         r'bootstrap group "nope" is invalid (must match \Asystem:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]\z)' in m
         for m in msgs
     )
-    token = v1beta4.BootstrapToken.model_validate(
-        {"token": "abcdef.0123456789abcdef", "expires": "2030-01-01T00:00:00Z"}
-    )
+    token = v1beta4.BootstrapToken.from_obj({"token": "abcdef.0123456789abcdef", "expires": "2030-01-01T00:00:00Z"})
     assert token.ttl is None  # no TTL default when expires is set
     token.ttl = token.expires - token.expires  # type: ignore[operator]
     init.bootstrap_tokens = [token]
@@ -204,7 +202,7 @@ def test_etcd_rules() -> None:
 
 
 def test_join_validation() -> None:
-    join = v1beta4.JoinConfiguration.model_validate(
+    join = v1beta4.JoinConfiguration.from_obj(
         {
             "discovery": {"bootstrapToken": {"token": "abcdef.0123456789abcdef", "apiServerEndpoint": "10.0.0.1"}},
             "caCertPath": "ca.pem",
@@ -223,7 +221,7 @@ def test_join_validation() -> None:
     assert [str(e) for e in validate_join(empty)] == [
         'discovery: Invalid value: "": bootstrapToken or file must be set'
     ]
-    f = v1beta4.JoinConfiguration.model_validate({"discovery": {"file": {"kubeConfigPath": "http://x/y"}}})
+    f = v1beta4.JoinConfiguration.from_obj({"discovery": {"file": {"kubeConfigPath": "http://x/y"}}})
     f.node_registration.name, f.node_registration.cri_socket = "n1", "unix:///x.sock"
     assert [str(e) for e in validate_join(f)] == [
         'discovery.file.kubeConfigPath: Invalid value: "http://x/y": if a URL is used, the scheme must be https'

@@ -16,7 +16,7 @@ from tests.conftest import OFFLINE_SKIP
 from pykubeadm.layout import Layout
 from pykubeadm.phases.kubeletservice import stop_kubelet
 
-HEAVY = ("pydantic", "cryptography", "aiohttp", "lightkube", "httpx", "yaml", "pykubeadm.api.v1beta4", "pykubeadm.pki")
+HEAVY = ("msgspec", "cryptography", "aiohttp", "lightkube", "httpx", "yaml", "pykubeadm.api.v1beta4", "pykubeadm.pki")
 
 #: What an init that talks to no cluster must not import: the addons' objects, the preflight checks, the v1beta3 models
 #: (the config is v1beta4), the Kubernetes client and its HTTP stack, and stacked etcd's client.
@@ -89,7 +89,7 @@ def test_light_commands_import_no_heavy_module(args):
 def test_a_command_that_needs_the_config_api_still_gets_it():
     # The guard above means something: `config print init-defaults` really loads the models.
     names = imported_modules("config", "print", "init-defaults")
-    assert "pydantic" in names and "pykubeadm.api.v1beta4" in names
+    assert "msgspec" in names and "pykubeadm.api.v1beta4" in names
 
 
 def test_offline_init_imports_only_the_phases_it_runs(tmp_path: Path) -> None:
