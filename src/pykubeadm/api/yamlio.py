@@ -5,12 +5,15 @@ block style, lists not indented under their key, `"` quoting when needed, docume
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import yaml
 import yaml.emitter
+import yaml.resolver
+from yaml._yaml import CEmitter  # libyaml, which PyYAML's wheels include
 
 from pykubeadm.api._base import DecodeError, KubeModel
 from pykubeadm.errors import FieldError, ValidationError
@@ -108,22 +111,37 @@ def decode(model: type[M], doc: Document | dict[str, Any], gvk: str | None = Non
 # --- writing ---------------------------------------------------------------------------------------------------------
 
 
-class _GoEmitter(yaml.emitter.Emitter):
-    """Prefer double quotes where PyYAML would single-quote, as go-yaml does (`""`, `"0"`, `"true"`)."""
-
-    def choose_scalar_style(self) -> str:
-        style = super().choose_scalar_style()
-        return '"' if style == "'" else style
+#: Strings both PyYAML and libyaml write plain in block context (when the resolver reads them back as strings): no
+#: spaces or quoting characters, not ending in ':', not starting with an indicator or a document marker.
+_PLAIN_SAFE = re.compile(r"(?:[A-Za-z0-9/_.]|-(?=[^\s]))[A-Za-z0-9/_.:=,@+-]*")
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
-class _GoDumper(
-    _GoEmitter,
-    yaml.serializer.Serializer,
-    yaml.representer.SafeRepresenter,
-    yaml.resolver.Resolver,
-):
+class _Analyzer(yaml.emitter.Emitter):
+    """Only PyYAML's scalar analysis (whether a string can be written plain), for the strings `_PLAIN_SAFE` rejects."""
+
+    def __init__(self) -> None:  # no stream: analyze_scalar only reads allow_unicode
+        self.allow_unicode = True
+
+
+_ANALYZER = _Analyzer()
+
+
+def _plain_allowed(dumper: yaml.resolver.Resolver, value: str) -> bool:
+    if dumper.resolve(yaml.ScalarNode, value, (True, False)) != _STR_TAG:
+        return False  # "", "0", "true", "null", "1.5", a timestamp: plain would read back as another type
+    if _PLAIN_SAFE.fullmatch(value) and not value.endswith(":") and not value.startswith(("---", "...")):
+        return True
+    analysis = _ANALYZER.analyze_scalar(value)
+    return analysis.allow_block_plain and not analysis.empty and not analysis.multiline
+
+
+class _GoDumper(CEmitter, yaml.representer.SafeRepresenter, yaml.resolver.Resolver):
+    """libyaml's emitter with the safe representer; strings that cannot be plain are double-quoted, as go-yaml does
+    (`""`, `"0"`, `"true"`), where PyYAML and libyaml would single-quote them."""
+
     def __init__(self, stream: Any, **kwargs: Any) -> None:
-        _GoEmitter.__init__(
+        CEmitter.__init__(
             self,
             stream,
             canonical=kwargs.get("canonical"),
@@ -131,9 +149,6 @@ class _GoDumper(
             width=kwargs.get("width"),
             allow_unicode=kwargs.get("allow_unicode"),
             line_break=kwargs.get("line_break"),
-        )
-        yaml.serializer.Serializer.__init__(
-            self,
             encoding=kwargs.get("encoding"),
             explicit_start=kwargs.get("explicit_start"),
             explicit_end=kwargs.get("explicit_end"),
@@ -149,10 +164,10 @@ class _GoDumper(
         yaml.resolver.Resolver.__init__(self)
 
 
-def _represent_str(dumper: yaml.representer.SafeRepresenter, value: str) -> yaml.Node:
+def _represent_str(dumper: Any, value: str) -> yaml.Node:
     if "\n" in value:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+        return dumper.represent_scalar(_STR_TAG, value, style="|")
+    return dumper.represent_scalar(_STR_TAG, value, style=None if _plain_allowed(dumper, value) else '"')
 
 
 _GoDumper.add_representer(str, _represent_str)
@@ -162,7 +177,7 @@ def dump_yaml(obj: Any) -> str:
     """One YAML document (no `---`), keys sorted, in go-yaml's block style."""
     if isinstance(obj, KubeModel):
         obj = obj.to_obj()
-    return yaml.dump(
+    text: str = yaml.dump(
         obj,
         Dumper=_GoDumper,
         default_flow_style=False,
@@ -171,6 +186,9 @@ def dump_yaml(obj: Any) -> str:
         width=1 << 30,
         indent=2,
     )
+    # After a block scalar that keeps its trailing newlines (`|+`), libyaml ends the document with `...`; the document
+    # ends at the end of the text anyway, and neither go-yaml nor PyYAML writes the marker.
+    return text[:-4] if text.endswith("\n...\n") else text
 
 
 def dump_documents(objs: Iterable[Any]) -> str:
