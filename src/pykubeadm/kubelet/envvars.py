@@ -22,11 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from lightkube.utils.quantity import parse_quantity
-
 from pykubeadm.kubelet.api import ApiError
 from pykubeadm.kubelet.node import meminfo_kib
 from pykubeadm.util.goquote import go_quote
+from pykubeadm.util.quantity import parse_quantity
 
 __all__ = [
     "EnvError",
@@ -171,7 +170,7 @@ def resource_value(pod: Obj, container: Obj, ref: Mapping[str, Any], allocatable
         raw = limit if limit is not None else allocatable.get(name, "0")
     else:
         raw = (res.get("requests") or {}).get(name, limit if limit is not None else "0")
-    value = parse_quantity(str(raw)) or Decimal(0)
+    value = parse_quantity(str(raw))
     divisor = parse_quantity(str(ref.get("divisor") or "1")) or Decimal(1)
     if divisor <= 0:
         raise EnvError(f"invalid divisor {ref.get('divisor')!r}")

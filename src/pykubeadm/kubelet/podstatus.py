@@ -10,9 +10,8 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from lightkube.utils.quantity import parse_quantity
-
 from pykubeadm.util.apitime import now_time as now
+from pykubeadm.util.quantity import parse_quantity
 
 __all__ = ["Conditions", "now", "pod_phase", "qos_class"]
 

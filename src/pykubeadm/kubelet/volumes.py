@@ -483,7 +483,6 @@ class PodVolumes:
 
 
 def _bytes(quantity: str) -> int:
-    from lightkube.utils.quantity import parse_quantity
+    from pykubeadm.util.quantity import parse_quantity
 
-    value = parse_quantity(quantity)
-    return int(value) if value is not None else 0
+    return int(parse_quantity(quantity))

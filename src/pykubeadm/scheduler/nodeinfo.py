@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from lightkube.utils.quantity import parse_quantity
+from pykubeadm.util.quantity import parse_quantity
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -41,8 +41,6 @@ DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
 @functools.lru_cache(maxsize=4096)
 def _amount(name: str, quantity: str) -> int:
     value = parse_quantity(str(quantity))
-    if value is None:
-        return 0
     return math.ceil(value * 1000) if name == "cpu" else math.ceil(value)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from pykubeadm.apiserver.admission.interfaces import AdmissionAttributes, Operation, forbidden
 from pykubeadm.apiserver.objects import ObjectSource
+from pykubeadm.util.quantity import parse_quantity
 
 __all__ = ["ResourceQuota", "format_quantity", "pod_usage"]
 
@@ -42,10 +43,8 @@ def format_quantity(value: Decimal) -> str:
 
 
 def _q(v: Any) -> Decimal:
-    from lightkube.utils.quantity import parse_quantity  # imported at first use: lightkube costs a start ~60 ms
-
     try:
-        return parse_quantity(str(v)) or Decimal(0)
+        return parse_quantity(str(v))
     except ValueError:
         return Decimal(0)
 
