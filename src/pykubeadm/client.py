@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 import httpx2
+import yaml
 from lightkube import ApiError, AsyncClient, Client, KubeConfig
 from lightkube.core.client import FieldSelector
 from lightkube.core.exceptions import ConfigError, NotReadyError
@@ -75,8 +76,15 @@ DEFAULT_TIMEOUT = 10.0
 def load_kubeconfig(path: str | Path) -> KubeConfig:
     """Read a kubeconfig file (current-context; embedded `*-data` fields and `token` are supported)."""
     try:
-        return KubeConfig.from_file(path)
-    except (ConfigError, OSError, KeyError, TypeError, ValueError, AttributeError) as err:
+        # As KubeConfig.from_file, with libyaml's parser (PyYAML's pure-Python one takes ~6 ms on a kubeconfig's base64)
+        filepath = Path(path).expanduser()
+        if not filepath.is_file():
+            raise ConfigError(f"Configuration file {path} not found")
+        data = yaml.load(filepath.read_bytes(), Loader=yaml.CSafeLoader)
+        if not isinstance(data, dict):
+            raise ConfigError(f"Configuration file {path} is not a kubeconfig")
+        return KubeConfig.from_dict(data, fname=filepath)
+    except (ConfigError, OSError, KeyError, TypeError, ValueError, AttributeError, yaml.YAMLError) as err:
         raise KubeconfigError(f"failed to load kubeconfig {path}: {err}") from err
 
 
