@@ -51,8 +51,6 @@ from pykubeadm.phases.kubeletservice import (
     prewarm_kubelet,
     release_prewarmed_kubelets,
 )
-from pykubeadm.pki.certs import try_load_cert
-from pykubeadm.pki.keys import public_key_pin
 from pykubeadm.util.fs import write_file_atomic
 
 __all__ = [
@@ -125,6 +123,10 @@ def admin_kubeconfig(lab_dir: Path) -> Path:
 
 
 def _ca_hash(lab_dir: Path) -> str:
+    # cryptography (~50 ms) is imported here, after `lab join` has started the new node's kubelet interpreter.
+    from pykubeadm.pki.certs import try_load_cert
+    from pykubeadm.pki.keys import public_key_pin
+
     for n in lab_nodes(lab_dir):
         cert = try_load_cert(Layout(n.root).pki_dir, c.CA_CERT_AND_KEY_BASE_NAME) if n.control_plane else None
         if cert is not None:
@@ -441,6 +443,8 @@ def lab_join(lab_dir: Path, out: Out = print, control_plane: bool = False, name:
         nodes.append(node)
         save_registry(lab_dir, nodes)
     first = next(n for n in nodes if n.control_plane)
+    if not control_plane:
+        _prepare_joins([node.root])  # first: the new kubelet's interpreter imports while this process works
     write_image_map(node, _image_map_of(first))
     token, ca_hash = _token(lab_dir), _ca_hash(lab_dir)
     if control_plane:
@@ -450,7 +454,6 @@ def lab_join(lab_dir: Path, out: Out = print, control_plane: bool = False, name:
     else:
         lb = load_balancer(lab_dir, s)
         endpoint = lb.endpoint if lb else f"{first.address}:{c.KUBE_APISERVER_PORT}"
-        _prepare_joins([node.root])
         out(f"[lab] Joining {node.name} on {node.address}")
         proc = _start_join(node, endpoint, token, ca_hash)
         release_prewarmed_kubelets()
