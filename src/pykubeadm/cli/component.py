@@ -31,6 +31,9 @@ class _LazyComponents(click.Group):
         module = COMPONENTS.get(cmd_name)
         if module is None:
             return None
+        from pykubeadm.util.lazytls import import_aiohttp
+
+        import_aiohttp()  # every component serves with aiohttp; this import skips loading the system CA bundle
         try:
             return importlib.import_module(module).command
         except ModuleNotFoundError as e:
