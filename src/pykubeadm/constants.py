@@ -174,6 +174,10 @@ CONTROL_PLANE_COMPONENT_HEALTH_CHECK_TIMEOUT: Final = timedelta(minutes=4)
 KUBELET_HEALTH_CHECK_TIMEOUT: Final = timedelta(minutes=4)
 UPGRADE_MANIFESTS_TIMEOUT: Final = timedelta(minutes=5)
 
+#: How long a component's HTTP servers wait for open requests (a `kubectl logs -f` or exec stream, a watch) when the
+#: component stops, before closing them (aiohttp's default is 60 s).
+SERVER_SHUTDOWN_TIMEOUT_SECONDS: Final = 5.0
+
 # --- networking -----------------------------------------------------------------------------------------------------
 
 DEFAULT_SERVICE_SUBNET: Final = "10.96.0.0/12"

@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from pykubeadm import constants as c
 from pykubeadm.apiserver.aggregator import Aggregator, ProxyTransport
 from pykubeadm.apiserver.app import build_app
 from pykubeadm.apiserver.authz.attributes import Attributes, Decision
@@ -159,7 +160,13 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
         limits = InflightLimits(options.max_requests_inflight, options.max_mutating_requests_inflight)
         app = build_app(state, sink, limits)
         # Request bodies are read as sent: kube-apiserver never decompresses them (Content-Encoding is ignored).
-        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5, auto_decompress=False)
+        runner = web.AppRunner(
+            app,
+            handle_signals=False,
+            access_log=None,
+            shutdown_timeout=c.SERVER_SHUTDOWN_TIMEOUT_SECONDS,
+            auto_decompress=False,
+        )
         await runner.setup()
         host = _bind_host(options)
         site = web.TCPSite(

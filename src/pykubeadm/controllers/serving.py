@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from pykubeadm import constants as c
 from pykubeadm.controllers.delegatedauth import DelegatingAuth
 from pykubeadm.controllers.metrics import CONTENT_TYPE, ComponentMetrics
 from pykubeadm.util.tlsclientauth import request_client_certificates
@@ -182,7 +183,7 @@ class HealthServer:
                 app.router.add_get(f"/{endpoint}", self._handler(endpoint))
                 app.router.add_get(f"/{endpoint}/{{check}}", self._handler(endpoint))
         app.router.add_route("*", "/{tail:.*}", self._not_found if self.auth is not None else self._forbidden)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=c.SERVER_SHUTDOWN_TIMEOUT_SECONDS)
         await self._runner.setup()
         site = web.TCPSite(
             self._runner,

@@ -13,6 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
+from pykubeadm import constants as c
+
 __all__ = ["HttpListeners", "route"]
 
 Route = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -33,7 +35,9 @@ class HttpListeners:
             app = web.Application()
             for path, handler in paths.items():
                 app.router.add_get(path, handler)
-            runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            runner = web.AppRunner(
+                app, access_log=None, handle_signals=False, shutdown_timeout=c.SERVER_SHUTDOWN_TIMEOUT_SECONDS
+            )
             await runner.setup()
             try:
                 await web.TCPSite(runner, host, port, reuse_address=True, reuse_port=True).start()

@@ -333,7 +333,7 @@ class Kubelet:
 
     # --- servers ----------------------------------------------------------------------------------------------------
     async def _listen(self, app: web.Application, host: str, port: int, ctx: ssl.SSLContext | None = None) -> None:
-        runner = web.AppRunner(app, access_log=None)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=c.SERVER_SHUTDOWN_TIMEOUT_SECONDS)
         await runner.setup()
         site = web.TCPSite(runner, host, port, ssl_context=ctx, reuse_address=True)
         await site.start()

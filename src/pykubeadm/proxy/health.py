@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from pykubeadm import constants as c
 from pykubeadm.proxy import metrics
 
 __all__ = ["TO_BE_DELETED_TAINT", "ProxyHealth", "go_time", "start_health_server", "start_metrics_server"]
@@ -79,7 +80,7 @@ class ProxyHealth:
 
 async def _serve(app: web.Application, host_port: str) -> web.AppRunner:
     host, _, port = host_port.rpartition(":")
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=c.SERVER_SHUTDOWN_TIMEOUT_SECONDS)
     await runner.setup()
     site = web.TCPSite(runner, host.strip("[]"), int(port), reuse_address=True)
     try:

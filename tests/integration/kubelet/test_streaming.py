@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import signal
 import ssl
 import subprocess
 import urllib.error
@@ -108,6 +109,7 @@ async def test_exec_and_port_forward_into_a_static_pod(apiserver, tmp_path):  # 
 
         await asyncio.to_thread(_logs, server, http_port)
         await _kubelet_denies_a_client_without_nodes_proxy(server, node)
+        await asyncio.to_thread(_stop_while_logs_follow, server, node, http_port)
     finally:
         await cancel(signer)
         node.kubelet.stop()
@@ -138,6 +140,22 @@ def _logs(server, http_port: int) -> None:  # type: ignore[no-untyped-def]
 
     with background([KUBECTL[27], "logs", "-f", "--tail=0", *pod], server.api.kubectl_env()) as (_, lines):
         wait_for_line(lines, marker, request)
+
+
+def _stop_while_logs_follow(server, node: Node, http_port: int) -> None:  # type: ignore[no-untyped-def]
+    """A `kubectl logs -f` stream open through the kubelet does not hold its stop: SIGTERM ends it without the test
+    helper's SIGKILL (its servers wait 5 s for open requests, not aiohttp's default 60 s)."""
+    marker = "/held-open"
+
+    def request() -> None:
+        with contextlib.suppress(urllib.error.HTTPError):
+            urllib.request.urlopen(f"http://{IP}:{http_port}{marker}", timeout=30)
+
+    pod = ["-n", "kube-system", "web-node-s"]
+    with background([KUBECTL[33], "logs", "-f", "--tail=0", *pod], server.api.kubectl_env()) as (_, lines):
+        wait_for_line(lines, marker, request)
+        rc = node.kubelet.stop(timeout=20.0)
+    assert rc is not None and rc != -signal.SIGKILL, rc
 
 
 async def _kubelet_denies_a_client_without_nodes_proxy(server, node) -> None:  # type: ignore[no-untyped-def]
