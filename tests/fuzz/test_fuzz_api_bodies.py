@@ -15,27 +15,17 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pykubeadm.apiserver.proto import _CLASSES, KINDS, MAGIC
 from pykubeadm.testing.apiserver import ApiServer, running_apiserver
+from tests.fuzz import fuzz_settings
 
 pytestmark = pytest.mark.integration
 
 NS = "fuzz"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-
-
-def _settings(examples: int) -> settings:
-    return settings(
-        derandomize=True,
-        database=None,
-        deadline=None,
-        max_examples=examples,
-        phases=(Phase.explicit, Phase.generate),
-        suppress_health_check=list(HealthCheck),
-    )
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +133,7 @@ VALIDATION = st.sampled_from(["", "?fieldValidation=Strict", "?fieldValidation=W
 
 
 def _fuzz_kind(http: httpx.Client, api_version: str, kind: str, url: str) -> None:
-    @_settings(20)
+    @fuzz_settings(20)
     @given(json_bodies(api_version, kind), VALIDATION)
     def over_json(case: tuple[bytes, str], query: str) -> None:
         body, ct = case
@@ -153,7 +143,7 @@ def _fuzz_kind(http: httpx.Client, api_version: str, kind: str, url: str) -> Non
     over_json()
     if kind in KINDS:
 
-        @_settings(12)
+        @fuzz_settings(12)
         @given(protobuf_bodies(api_version, kind))
         def over_protobuf(body: bytes) -> None:
             r = http.post(url, content=body, headers={"Content-Type": PROTOBUF})
@@ -183,7 +173,7 @@ def test_hostile_bodies_on_updates_and_patches(api: ApiServer, http: httpx.Clien
         "application/apply-patch+yaml",
     ]
 
-    @_settings(60)
+    @fuzz_settings(60)
     @given(st.sampled_from(patch_types), values, st.sampled_from(["PATCH", "PUT"]))
     def hostile(ct: str, patch: Any, method: str) -> None:
         body = json.dumps(patch).encode()

@@ -9,20 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pykubeadm.api.loader import load_documents, load_init_config, load_join_config, load_reset_config
 from pykubeadm.errors import KubeadmError, ValidationError
+from tests.fuzz import fuzz_settings
 
-FUZZ = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    max_examples=120,
-    phases=(Phase.explicit, Phase.generate),
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+FUZZ = fuzz_settings(120)
 
 V1BETA4 = [
     {

@@ -15,7 +15,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pykubeadm.apiserver.admission.certificates import CertificateSubjectRestriction
@@ -25,15 +25,9 @@ from pykubeadm.apiserver.registry import csr as csr_registry
 from pykubeadm.controllers import csrapproving, csrutil
 from pykubeadm.errors import KubeconfigError
 from pykubeadm.kubeconfig.config import client_cert_and_key_pem, current_cluster, current_user, parse_kubeconfig
+from tests.fuzz import fuzz_settings
 
-FUZZ = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    max_examples=150,
-    phases=(Phase.explicit, Phase.generate),
-    suppress_health_check=list(HealthCheck),
-)
+FUZZ = fuzz_settings(150)
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=20), st.binary(max_size=8))
 values = st.recursive(

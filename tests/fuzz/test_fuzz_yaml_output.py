@@ -11,19 +11,13 @@ import yaml.emitter
 import yaml.representer
 import yaml.resolver
 import yaml.serializer
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pykubeadm.api.yamlio import dump_yaml
+from tests.fuzz import fuzz_settings
 
-FUZZ = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    max_examples=400,
-    phases=(Phase.explicit, Phase.generate),
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+FUZZ = fuzz_settings(400)
 
 
 class _ReferenceEmitter(yaml.emitter.Emitter):
