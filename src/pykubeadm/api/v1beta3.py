@@ -140,7 +140,7 @@ def _args(m: dict[str, str]) -> list[dict[str, str]]:
 
 
 def _body(model: KubeModel, drop: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The model's fields by alias, without apiVersion/kind and the named aliases."""
+    """The model's fields by YAML name, without apiVersion/kind and the named keys."""
     obj = model.to_obj()
     for key in ("apiVersion", "kind", *drop):
         obj.pop(key, None)

@@ -1,7 +1,9 @@
-"""The kubeadm config API `kubeadm.k8s.io/v1beta4` (kubeadm v1.33) as msgspec Structs (`pykubeadm.api._base`), with kubeadm's static defaults.
+"""The kubeadm config API `kubeadm.k8s.io/v1beta4` (kubeadm v1.33) as msgspec Structs (`pykubeadm.api._base`), with
+kubeadm's static defaults.
 
-Python attributes are the snake_case of the YAML names; aliases are kubeadm's exact YAML names (`api_server.cert_sans`
-↔ `apiServer.certSANs`, `local_api_endpoint` ↔ `localAPIEndpoint`). Durations are `timedelta` (Go format in YAML).
+Python attributes are the snake_case of the YAML names, which are camelCase or, where Go capitalises an acronym,
+set with `field(name=...)` (`api_server.cert_sans` ↔ `apiServer.certSANs`, `local_api_endpoint` ↔ `localAPIEndpoint`).
+Durations are `timedelta` (Go format in YAML).
 Static defaults (kubeadm's defaults.go) are the field defaults, so a parsed document is already statically defaulted.
 Dynamic defaults (token, node name, advertise address, CRI socket, taints) live in `pykubeadm.api.defaults`.
 Output: `obj.to_obj()` gives the dict kubeadm would marshal; `pykubeadm.api.yamlio` writes it as YAML.

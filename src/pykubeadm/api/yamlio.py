@@ -186,8 +186,8 @@ def dump_yaml(obj: Any) -> str:
         width=1 << 30,
         indent=2,
     )
-    # After a block scalar that keeps its trailing newlines (`|+`), libyaml ends the document with `...`; the document
-    # ends at the end of the text anyway, and neither go-yaml nor PyYAML writes the marker.
+    # After a block scalar that keeps its trailing newlines (`|+`), libyaml ends the document with `...` (PyYAML does in
+    # some such cases too); go-yaml does not, and the document ends at the end of the text anyway.
     return text[:-4] if text.endswith("\n...\n") else text
 
 

@@ -16,16 +16,17 @@ __all__ = ["parse_quantity"]
 _NUMBER = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))(.*)", re.DOTALL)
 _EXPONENT = re.compile(r"[eE]([+-]?\d+)")
 _MILLI = Decimal("0.001")
+_BINARY_SI = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")  # 1024^1 … 1024^6
+_DECIMAL_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}  # powers of 10
 _SUFFIXES = {
-    **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
-    **{s: Decimal(10) ** e for s, e in (("n", -9), ("u", -6), ("m", -3), ("", 0), ("k", 3), ("M", 6), ("G", 9))},
-    **{s: Decimal(10) ** e for s, e in (("T", 12), ("P", 15), ("E", 18))},
+    **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(_BINARY_SI)},
+    **{s: Decimal(10) ** e for s, e in _DECIMAL_SI.items()},
 }
 
 
 def parse_quantity(quantity: str) -> Decimal:
     """The quantity's value (e.g. "1Ki" → 1024, "250m" → 0.25); ValueError naming the text when it is not one."""
-    m = _NUMBER.fullmatch(quantity.strip())
+    m = _NUMBER.fullmatch(quantity)
     if m is None:
         raise ValueError(
             f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {quantity!r}"

@@ -50,7 +50,7 @@ def test_agrees_with_lightkube(text: str) -> None:
     assert parse_quantity(text) == lightkube_parse(text)
 
 
-@pytest.mark.parametrize("text", ["", "abc", "1Kb", "1 Gi", "Gi", "1.2.3", "1e", "1ee3", "--1", "1Zi"])
+@pytest.mark.parametrize("text", ["", "abc", "1Kb", "1 Gi", " 1", "1 ", "Gi", "1.2.3", "1e", "1ee3", "--1", "1Zi"])
 def test_bad_quantities_name_the_text(text: str) -> None:
     with pytest.raises(ValueError, match="quantit"):
         parse_quantity(text)
