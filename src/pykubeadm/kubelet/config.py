@@ -17,6 +17,7 @@ import yaml
 
 from pykubeadm import constants as c
 from pykubeadm.errors import ValidationError
+from pykubeadm.util.yamlload import load_yaml
 
 __all__ = ["KubeletSettings", "load_kubelet_configuration", "node_hostname"]
 
@@ -24,7 +25,7 @@ __all__ = ["KubeletSettings", "load_kubelet_configuration", "node_hostname"]
 def load_kubelet_configuration(path: Path) -> dict[str, Any]:
     """The KubeletConfiguration document at `path` as a dict (validated kind/apiVersion)."""
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = load_yaml(path.read_text()) or {}
     except OSError as e:
         raise ValidationError([f"failed to load kubelet config file, path: {path}, error: {e.strerror}"]) from e
     except yaml.YAMLError as e:

@@ -26,6 +26,7 @@ import yaml
 from pykubeadm import constants as c
 from pykubeadm.kubelet import runtime
 from pykubeadm.kubelet.runtime import ImageError, Program, parse_image
+from pykubeadm.util.yamlload import load_yaml
 
 __all__ = ["ImageError", "ResolvedImage", "container_argv", "load_image_map", "normalize_repo", "resolve_image"]
 
@@ -64,7 +65,7 @@ def normalize_repo(repo: str) -> str:
 def load_image_map(path: Path) -> dict[str, list[str]]:
     """The node's image map: image ref or repository → argv (a list, or a string split like a shell would)."""
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = load_yaml(path.read_text()) or {}
     except FileNotFoundError:
         return {}
     except (OSError, yaml.YAMLError) as e:

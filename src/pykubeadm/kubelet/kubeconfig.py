@@ -20,13 +20,14 @@ from pykubeadm.errors import KubeconfigError
 from pykubeadm.kubelet.api import ClientConfig
 from pykubeadm.layout import Layout
 from pykubeadm.util.fs import write_file_atomic
+from pykubeadm.util.yamlload import load_yaml
 
 __all__ = ["bootstrapped_kubeconfig", "is_valid_client_kubeconfig", "load_client_config", "write_kubeconfig"]
 
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml(path.read_text())
     except OSError as e:
         raise KubeconfigError(f"failed to read kubeconfig {path}: {e.strerror}") from e
     except yaml.YAMLError as e:

@@ -21,6 +21,7 @@ import yaml
 
 from pykubeadm.kubelet.podworker import PodWorker
 from pykubeadm.layout import Layout
+from pykubeadm.util.yamlload import load_yaml
 
 __all__ = ["StaticPod", "StaticPodManager", "read_static_pods"]
 
@@ -55,7 +56,7 @@ def read_static_pods(directory: Path, node_name: str) -> dict[str, StaticPod]:
             continue
         try:
             content = f.read_bytes()
-            pod = yaml.safe_load(content)
+            pod = load_yaml(content)
         except (OSError, yaml.YAMLError) as e:
             log.error("static pod manifest %s could not be read: %s", f, e)
             continue

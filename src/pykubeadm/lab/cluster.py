@@ -52,6 +52,7 @@ from pykubeadm.phases.kubeletservice import (
     release_prewarmed_kubelets,
 )
 from pykubeadm.util.fs import write_file_atomic
+from pykubeadm.util.yamlload import load_yaml, load_yaml_all
 
 __all__ = [
     "DATASTORES",
@@ -136,7 +137,7 @@ def _ca_hash(lab_dir: Path) -> str:
 
 def _token(lab_dir: Path) -> str:
     first = next(n for n in lab_nodes(lab_dir) if n.control_plane)
-    docs = list(yaml.safe_load_all(first.config_file.read_text()))
+    docs = list(load_yaml_all(first.config_file.read_text()))
     return str(docs[0]["bootstrapTokens"][0]["token"])
 
 
@@ -236,7 +237,7 @@ def write_image_map(node: LabNode, image_map: dict[str, list[str]]) -> None:
 
 def _image_map_of(node: LabNode) -> dict[str, list[str]]:
     try:
-        data = yaml.safe_load(Layout(node.root).image_map_file.read_text())
+        data = load_yaml(Layout(node.root).image_map_file.read_text())
     except OSError:
         return {}
     return data if isinstance(data, dict) else {}

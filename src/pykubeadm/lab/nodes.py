@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from pykubeadm import constants as c
+from pykubeadm.util.yamlload import load_yaml
 
 __all__ = [
     "CONTROL_PLANE",
@@ -135,7 +136,7 @@ def load_registry(lab_dir: Path) -> list[LabNode] | None:
     no such file."""
     path = lab_dir / LAB_STATE_DIR / REGISTRY_FILE
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = load_yaml(path.read_text()) or {}
     except OSError:
         return None
     nodes = []

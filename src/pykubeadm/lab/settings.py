@@ -10,6 +10,7 @@ import yaml
 
 from pykubeadm.lab.loadbalancer import LoadBalancer
 from pykubeadm.lab.nodes import LAB_STATE_DIR
+from pykubeadm.util.yamlload import load_yaml
 
 __all__ = ["LabSettings", "lab_settings", "load_balancer", "save_settings", "state_dir"]
 
@@ -40,7 +41,7 @@ def state_dir(lab_dir: Path) -> Path:
 
 def lab_settings(lab_dir: Path) -> LabSettings:
     try:
-        data = yaml.safe_load((state_dir(lab_dir) / _SETTINGS_FILE).read_text()) or {}
+        data = load_yaml((state_dir(lab_dir) / _SETTINGS_FILE).read_text()) or {}
     except OSError:
         return LabSettings()
     return LabSettings(str(data.get("datastore") or "sqlite"), str(data.get("loadBalancer") or ""))

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pykubeadm import constants as c
 from pykubeadm.api.yamlio import dump_yaml
 from pykubeadm.manifests.controlplane import build_control_plane_pod
@@ -20,6 +18,7 @@ from pykubeadm.manifests.etcd import build_etcd_pod
 from pykubeadm.manifests.inputs import ClusterInputs
 from pykubeadm.util.fs import write_file_atomic
 from pykubeadm.util.patches import PatchManager
+from pykubeadm.util.yamlload import load_yaml
 
 __all__ = [
     "STATIC_PODS",
@@ -67,7 +66,7 @@ def write_static_pod(manifests_dir: Path, component: str, pod: dict[str, Any]) -
 def load_static_pod(path: Path) -> dict[str, Any]:
     """Read a static Pod manifest back (for upgrade comparisons, the kubelet and tests)."""
     with path.open() as f:
-        pod = yaml.safe_load(f)
+        pod = load_yaml(f)
     if not isinstance(pod, dict):
         raise ValueError(f"{path}: not a Pod manifest")
     return pod

@@ -19,6 +19,7 @@ import yaml
 from pykubeadm.api._base import format_duration
 from pykubeadm.errors import KubeadmError
 from pykubeadm.util.endpoint import join_host_port
+from pykubeadm.util.yamlload import load_yaml
 
 __all__ = [
     "KUBELET_TROUBLESHOOTING",
@@ -46,7 +47,7 @@ class ComponentCheck:
 
 
 def _probe_url(manifest: Path, default_path: str) -> str:
-    pod = yaml.safe_load(manifest.read_text())
+    pod = load_yaml(manifest.read_text())
     container = pod["spec"]["containers"][0]
     probe = container.get("startupProbe") or container.get("livenessProbe") or {}
     get = probe.get("httpGet") or {}
@@ -63,7 +64,7 @@ def _probe_url(manifest: Path, default_path: str) -> str:
 def kubelet_healthz_url(config_file: Path, fallback: dict | None = None) -> str:
     """The kubelet's healthz URL from the KubeletConfiguration it runs with (the written, patched config.yaml)."""
     try:
-        cfg = yaml.safe_load(config_file.read_text()) or {}
+        cfg = load_yaml(config_file.read_text()) or {}
     except (OSError, yaml.YAMLError):
         cfg = fallback or {}
     host = cfg.get("healthzBindAddress") or "127.0.0.1"

@@ -27,6 +27,7 @@ from pykubeadm.controllers.flags import GoBool, GoDuration
 from pykubeadm.proxy import nftables
 from pykubeadm.proxy.config import ConfigError, parse_config
 from pykubeadm.util.goduration import format_duration
+from pykubeadm.util.yamlload import load_yaml
 
 __all__ = ["command", "main_options"]
 
@@ -127,7 +128,7 @@ def _document(ctx: click.Context, flags: dict[str, Any]) -> dict[str, Any]:
     """The config file (or an empty v1alpha1 document) with explicitly given flags applied over it."""
     if flags["config"]:
         with open(flags["config"]) as fh:
-            doc = yaml.safe_load(fh) or {}
+            doc = load_yaml(fh) or {}
     else:
         doc = {"apiVersion": c.KUBE_PROXY_CONFIG_API_VERSION, "kind": "KubeProxyConfiguration"}
     doc = copy.deepcopy(doc) if isinstance(doc, dict) else doc

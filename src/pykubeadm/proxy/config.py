@@ -17,6 +17,7 @@ import yaml
 
 from pykubeadm import constants as c
 from pykubeadm.util.goduration import parse_duration
+from pykubeadm.util.yamlload import load_yaml
 
 __all__ = [
     "MODE_IPTABLES",
@@ -189,7 +190,7 @@ def load_config(path: str | Path) -> ProxyConfig:
     except OSError as err:
         raise ConfigError(f"failed to read config file {str(path)!r}: {err.strerror or err}") from err
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"failed to decode config file {str(path)!r}: {err}") from err
     if not isinstance(doc, dict):

@@ -37,6 +37,40 @@ def test_aiohttp_default_context_loads_the_system_cas_on_first_use_only() -> Non
     assert got["verify"] == [True, True] and got["options"]
 
 
+UNVERIFIED_PROBE = """
+import json, ssl
+from pykubeadm.util.lazytls import LazyVerifyPathsContext, import_aiohttp
+import_aiohttp()
+import aiohttp.connector as conn
+ctx = conn._SSL_CONTEXT_UNVERIFIED
+before = ctx.cert_store_stats()["x509_ca"]
+ctx.wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_hostname="example.org")
+standard = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+standard.set_default_verify_paths()
+later = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+later.set_default_verify_paths()
+print(json.dumps({
+    "lazy": type(ctx) is LazyVerifyPathsContext,
+    "restored": "set_default_verify_paths" not in ssl.SSLContext.__dict__ and type(later) is ssl.SSLContext,
+    "before": before,
+    "after": ctx.cert_store_stats()["x509_ca"],
+    "standard": standard.cert_store_stats()["x509_ca"],
+    "verify": [ctx.verify_mode == ssl.CERT_NONE, ctx.check_hostname],
+}))
+"""
+
+
+def test_aiohttp_unverified_context_loads_the_default_verify_paths_on_first_use_only() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", UNVERIFIED_PROBE], capture_output=True, text=True, check=True, timeout=60
+    )
+    got = json.loads(out.stdout)
+    assert got["lazy"] and got["restored"]  # and every context made after the import loads them at once again
+    assert got["before"] == 0
+    assert got["after"] == got["standard"]
+    assert got["verify"] == [True, False]  # still verifies nothing, as aiohttp made it
+
+
 def test_explicit_cas_are_not_deferred() -> None:
     from pykubeadm.util.lazytls import LazyDefaultContext, _lazy_create_default_context
 

@@ -119,9 +119,11 @@ def kubelet_configuration(data: JoinData) -> dict[str, Any]:
     """The cluster-wide KubeletConfiguration from kube-system/kubelet-config."""
     import yaml
 
+    from pykubeadm.util.yamlload import load_yaml
+
     cm = _configmap(data, c.KUBELET_BASE_CONFIGMAP)
     try:
-        cfg = yaml.safe_load((cm.data or {}).get(c.KUBELET_BASE_CONFIGMAP_KEY, ""))
+        cfg = load_yaml((cm.data or {}).get(c.KUBELET_BASE_CONFIGMAP_KEY, ""))
     except yaml.YAMLError as err:
         raise KubeadmError(f"the kubelet-config ConfigMap is not valid YAML: {err}") from err
     if not isinstance(cfg, dict):
