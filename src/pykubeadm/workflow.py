@@ -16,12 +16,17 @@ import click
 
 from pykubeadm.errors import KubeadmError, PhaseError, ValidationError
 
-__all__ = ["Phase", "Runner", "all_phase"]
+__all__ = ["Phase", "Runner", "all_phase", "phase_done_hooks"]
 
 C = TypeVar("C")
 
 #: A click option decorator (`click.option(...)`); applied to a built `click.Command` it returns that command.
 OptionDecorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+#: Called with a phase's path (e.g. "bootstrap-token") each time a phase's own run function has returned: how the lab
+#: learns how far the `init` it forked has got (lab.forkcli).
+phase_done_hooks: list[Callable[[str], None]] = []
 
 
 @dataclass(frozen=True)
@@ -169,6 +174,8 @@ class Runner(Generic[C]):
                 continue
             if p.run is not None:
                 self._call(p.run, path)
+                for hook in phase_done_hooks:
+                    hook(path)
             self._run_tree(p.children, path + "/", skip)
 
     # --- CLI -----------------------------------------------------------------------------------------------------

@@ -123,6 +123,10 @@ def admin_kubeconfig(lab_dir: Path) -> Path:
     return Layout((nodes[0] if nodes else lab_node(lab_dir, 0)).root).admin_kubeconfig
 
 
+#: The init phase after which a worker's join can succeed: the token, its RBAC rules and cluster-info exist.
+_JOINABLE_AFTER_PHASE = "bootstrap-token"
+
+
 def _ca_hash(lab_dir: Path) -> str:
     # cryptography (~50 ms) is imported here, after `lab join` has started the new node's kubelet interpreter.
     from pykubeadm.pki.certs import try_load_cert
@@ -307,15 +311,18 @@ def lab_up(
         _init_ha_first(lab_dir, cp, token, settings, lb, out, kubernetes_version)
     out(f"[lab] Creating {cp.name} on {cp.address} (root {cp.root}, datastore {datastore}, endpoint {endpoint})")
     args = ["init", "--config", str(cp.config_file)] + (["--upload-certs"] if ha else [])
-    init = forkcli.start(cp.root, args)
+    # Workers can join once init has made the bootstrap token and the cluster-info ConfigMap (its bootstrap-token
+    # phase): they start then, while init applies the addons.
+    init = forkcli.start(cp.root, args, notify_after=_JOINABLE_AFTER_PHASE)
     planned = list(nodes)
     joining = []
-    for _ in range(workers):  # the names and addresses the workers will have, registered once init succeeded
+    for _ in range(workers):  # the names and addresses the workers will have, registered once init got that far
         joining.append(new_node(lab_dir, planned, control_plane=False))
         planned.append(joining[-1])
     _prepare_joins([n.root for n in joining])  # while init works
-    if init.wait() != 0:
+    if not init.wait_phase():
         discard_prewarmed_kubelets()
+        init.wait()
         raise KubeadmError(f"lab: 'pykubeadm {' '.join(args)}' on {cp.name} failed (exit {init.returncode})")
     ca_hash = _ca_hash(lab_dir)
     procs = {}
@@ -323,10 +330,15 @@ def lab_up(
         nodes.append(node)
         save_registry(lab_dir, nodes)
         write_image_map(node, image_map or {})
-        out(f"[lab] Joining {node.name} on {node.address}")
         procs[node.name] = (node, _start_join(node, endpoint, token, ca_hash))
     release_prewarmed_kubelets()  # each forked join has its own
-    _import_api_client()  # while the joins run
+    _import_api_client()  # while init and the joins run
+    init_failed = init.wait() != 0  # init's output ends before the lab's own
+    for node, _ in procs.values():
+        out(f"[lab] Joining {node.name} on {node.address}")
+    if init_failed:
+        _wait_joins(procs, out)
+        raise KubeadmError(f"lab: 'pykubeadm {' '.join(args)}' on {cp.name} failed (exit {init.returncode})")
     for _ in range(control_planes - 1):
         node = new_node(lab_dir, nodes, control_plane=True)
         nodes.append(node)

@@ -6,6 +6,10 @@ imported (the lab imports them once, while `init` works, instead of every `join`
 with the node's kubelet interpreter already warm (`prewarm_kubelet`, started by the lab before the join, handed to
 the child). The child's output goes where a started process's would (the node's log file or the lab's terminal).
 
+A forked child can also tell the lab when one of its phases is done (`start(..., notify_after=PHASE)`, then
+`Child.wait_phase()`): the lab starts the workers' joins as soon as `init` has made its bootstrap token and the
+cluster-info ConfigMap, while init still applies the addons.
+
 A fork copies only the calling thread, so when the lab process has other threads it starts a new interpreter instead
 (`pykubeadm_command`), as it does for the commands it does not fork.
 """
@@ -35,10 +39,23 @@ JOIN_MODULES = ("pykubeadm.cli.join", "pykubeadm.api", "pykubeadm.phases.join")
 class Child:
     """A started command: a forked child of this process, or a new interpreter."""
 
-    def __init__(self, pid: int, proc: subprocess.Popen[bytes] | None = None) -> None:
+    def __init__(self, pid: int, proc: subprocess.Popen[bytes] | None = None, phase_fd: int | None = None) -> None:
         self.pid = pid
         self._proc = proc
+        self._phase_fd = phase_fd
         self.returncode: int | None = None
+
+    def wait_phase(self) -> bool:
+        """Block until the command has done the phase named by `start(notify_after=...)` (True) or has ended before
+        (False; `wait()` tells how). A command started as a new interpreter only tells that it ended with 0."""
+        if self._phase_fd is None:
+            return self.wait() == 0
+        try:
+            done = os.read(self._phase_fd, 1) == b"1"
+        finally:
+            os.close(self._phase_fd)
+            self._phase_fd = None
+        return done
 
     def wait(self) -> int:
         if self.returncode is None:
@@ -69,18 +86,23 @@ def preload_join() -> None:
     preload(WORKER_RUN_MODULES)
 
 
-def start(root: Path, args: list[str], log: Path | None = None) -> Child:
+def start(root: Path, args: list[str], log: Path | None = None, notify_after: str | None = None) -> Child:
     """Run `pykubeadm --root-dir ROOT ARGS...`: stdout and stderr to `log` (appended) or to ours, stdin from
-    /dev/null."""
+    /dev/null. With `notify_after` (a phase path), `Child.wait_phase()` returns once the command has done that phase."""
     argv = ["--root-dir", str(root), *args]
     if not can_fork():
         return _start_interpreter(argv, log)
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
+    read_fd, write_fd = os.pipe() if notify_after else (None, None)
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child ends in os._exit (the tests run the lab)
-        _run_child(argv, log)
-    return Child(pid)
+        if read_fd is not None:
+            os.close(read_fd)
+        _run_child(argv, log, (notify_after, write_fd) if notify_after and write_fd is not None else None)
+    if write_fd is not None:
+        os.close(write_fd)
+    return Child(pid, phase_fd=read_fd)
 
 
 def _start_interpreter(argv: list[str], log: Path | None) -> Child:
@@ -100,9 +122,27 @@ def _start_interpreter(argv: list[str], log: Path | None) -> Child:
     return Child(proc.pid, proc)
 
 
-def _run_child(argv: list[str], log: Path | None) -> None:  # pragma: no cover - runs in the forked child
+def _notify_after(phase: str, fd: int) -> None:  # pragma: no cover - runs in the forked child
+    """Write "1" to `fd` and close it once `phase` is done; the lab sees EOF instead if the command ends before."""
+    from pykubeadm import workflow
+
+    def hook(path: str) -> None:
+        if path == phase:
+            with contextlib.suppress(OSError):
+                os.write(fd, b"1")
+                os.close(fd)
+            workflow.phase_done_hooks.remove(hook)
+
+    workflow.phase_done_hooks.append(hook)
+
+
+def _run_child(  # pragma: no cover - runs in the forked child
+    argv: list[str], log: Path | None, notify: tuple[str, int] | None = None
+) -> None:
     code = 1
     try:
+        if notify is not None:
+            _notify_after(*notify)
         redirect_stdio(log)
         os.environ.pop(c.ROOT_DIR_ENV, None)
         release_prewarmed_kubelets(keep=root_of(argv))  # the other nodes' warm kubelets belong to their own joins

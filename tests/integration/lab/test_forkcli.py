@@ -1,6 +1,7 @@
 """lab.forkcli with real processes: a command the lab forks runs through the CLI with its output in the node's log
 file and its exit code; it stops its own warm kubelet when it fails before kubelet-start and leaves the other nodes'
-warm kubelets running; with other threads in the lab process it starts a new interpreter instead of forking.
+warm kubelets running; with other threads in the lab process it starts a new interpreter instead of forking; a forked
+command tells the lab when a given phase is done (or that it ended before).
 
 Each case runs in a fresh interpreter (a test process has threads of its own, and must not fork itself)."""
 
@@ -78,3 +79,40 @@ def test_with_other_threads_the_command_is_a_new_interpreter(tmp_path: Path) -> 
     assert out["code"] != 0
     assert "missing.yaml" in str(out["log"])
     assert out["b_running"] is True
+
+
+_PHASE_SCRIPT = """
+import json, sys
+from pathlib import Path
+from pykubeadm.lab import forkcli
+
+root = Path(sys.argv[1])
+args = ["init", "phase", "certs", "ca"]
+reached = forkcli.start(root, args, root / "a.log", notify_after="certs/ca")
+got_reached = reached.wait_phase()
+ca_written = (root / "etc/kubernetes/pki/ca.crt").exists()  # the phase is done when the lab hears of it
+not_reached = forkcli.start(root, args, root / "b.log", notify_after="certs/apiserver")
+failed = forkcli.start(root, ["init", "phase", "certs", "ca", "--no-such-flag"], root / "c.log", notify_after="certs/ca")
+print(json.dumps({
+    "reached": [got_reached, ca_written, reached.wait()],
+    "not_reached": [not_reached.wait_phase(), not_reached.wait()],
+    "failed": [failed.wait_phase(), failed.wait()],
+}))
+"""
+
+
+def test_a_forked_command_tells_when_a_phase_is_done_or_that_it_ended_before(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
+    res = subprocess.run(
+        [sys.executable, "-c", _PHASE_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["reached"] == [True, True, 0]
+    assert out["not_reached"] == [False, 0]  # the command succeeded without running that phase
+    assert out["failed"][0] is False and out["failed"][1] != 0
