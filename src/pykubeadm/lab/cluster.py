@@ -72,6 +72,10 @@ __all__ = [
 
 Out = Callable[[str], None]
 _READY_TIMEOUT = 180.0
+#: How often wait_ready lists the Nodes; how often it looks at the joins while they run, and lists the Nodes then.
+_POLL = 0.05
+_CHILD_POLL = 0.02
+_POLL_WHILE_JOINING = 0.25
 #: --datastore values: the embedded SQLite store, stacked etcd members, a separate 3-member etcd cluster.
 DATASTORES = ("sqlite", "etcd", "external-etcd")
 _CERTIFICATE_KEY_FILE = "certificate-key"
@@ -155,19 +159,29 @@ def _start_join(node: LabNode, endpoint: str, token: str, ca_hash: str) -> forkc
     return _start(node, "join", "--config", str(node.config_file))
 
 
-def _wait_joins(procs: dict[str, tuple[LabNode, forkcli.Child]], out: Out) -> None:
-    failed = []
-    for name, (node, proc) in procs.items():
-        if proc.wait() != 0:
-            failed.append(name)
+Joins = dict[str, tuple[LabNode, forkcli.Child]]
+
+
+def _reap_joins(procs: Joins, failed: list[LabNode], out: Out, block: bool) -> None:
+    """Report each join that has ended (every one with `block`), taking it out of `procs`; failures go to `failed`."""
+    for name, (node, proc) in list(procs.items()):
+        code = proc.wait() if block else proc.poll()
+        if code is None:
+            continue
+        del procs[name]
+        if code != 0:
+            failed.append(node)
             tail = node.log_file.read_text(errors="replace").splitlines()[-15:]
             out(f"[lab] join of {name} failed:\n  " + "\n  ".join(tail))
         else:
             out(f"[lab] {name} ({node.address}) joined the cluster")
-    if failed:
-        raise KubeadmError(
-            f"lab: joining {', '.join(failed)} failed; logs are in {next(iter(procs.values()))[0].state}"
-        )
+    if failed and not procs:
+        names = ", ".join(n.name for n in failed)
+        raise KubeadmError(f"lab: joining {names} failed; logs are in {failed[0].state}")
+
+
+def _wait_joins(procs: Joins, out: Out) -> None:
+    _reap_joins(dict(procs), [], out, block=True)
 
 
 def _prepare_joins(roots: list[Path]) -> None:
@@ -193,27 +207,40 @@ def is_ready(node: Any) -> bool:
     return any(cd.type == "Ready" and cd.status == "True" for cd in (node.status.conditions or []))
 
 
-def wait_ready(lab_dir: Path, names: list[str], out: Out, timeout: float = _READY_TIMEOUT) -> None:
-    """Poll the API until every named Node is Ready."""
+def wait_ready(
+    lab_dir: Path, names: list[str], out: Out, timeout: float = _READY_TIMEOUT, joins: Joins | None = None
+) -> None:
+    """Poll the API until every named Node is Ready and every join in `joins` has ended (each reported as it ends;
+    a failed one is an error once the others have ended). Polling begins while the joins still run: the first request
+    (a new TLS connection, lazy imports) is then out of the way when they end."""
     from lightkube.resources.core_v1 import Node
 
     from pykubeadm.client import sync_client
 
+    pending = dict(joins or {})
+    failed: list[LabNode] = []
     deadline = time.monotonic() + timeout
     last = ""
     with sync_client(admin_kubeconfig(lab_dir)) as client:
+        next_poll = 0.0
         while True:
-            try:
-                ready = {n.metadata.name for n in client.list(Node) if n.metadata is not None and is_ready(n)}
-                missing = [n for n in names if n not in ready]
-                if not missing:
-                    return
-                last = f"not Ready yet: {', '.join(missing)}"
-            except Exception as err:  # the API may still be settling
-                last = str(err)
+            had_pending = bool(pending)
+            _reap_joins(pending, failed, out, block=False)
+            now = time.monotonic()
+            if now >= next_poll or (had_pending and not pending):  # a join just ended: look at once
+                try:
+                    ready = {n.metadata.name for n in client.list(Node) if n.metadata is not None and is_ready(n)}
+                    missing = [n for n in names if n not in ready]
+                    if not missing and not pending:
+                        return
+                    last = f"not Ready yet: {', '.join(missing)}" if missing else "joins still running"
+                except Exception as err:  # the API may still be settling
+                    last = str(err)
+                # while joins run, their own end is what to wait for: look at the API less often
+                next_poll = time.monotonic() + (_POLL_WHILE_JOINING if pending else _POLL)
             if time.monotonic() > deadline:
                 raise KubeadmError(f"lab: nodes did not become Ready within {timeout:g}s ({last})")
-            time.sleep(0.05)
+            time.sleep(_CHILD_POLL if pending else _POLL)
 
 
 def parse_image_flags(flags: tuple[str, ...] | list[str]) -> dict[str, list[str]]:
@@ -345,9 +372,7 @@ def lab_up(
         save_registry(lab_dir, nodes)
         write_image_map(node, image_map or {})
         _join_control_plane(lab_dir, node, settings, token, ca_hash, out)
-    if procs:
-        _wait_joins(procs, out)
-    wait_ready(lab_dir, [n.name for n in nodes], out)
+    wait_ready(lab_dir, [n.name for n in nodes], out, joins=procs)
     out(f"[lab] {len(nodes)} node(s) Ready after {time.monotonic() - start:.1f}s")
     out(_look_around(lab_dir))
     return nodes
@@ -471,7 +496,8 @@ def lab_join(lab_dir: Path, out: Out = print, control_plane: bool = False, name:
         proc = _start_join(node, endpoint, token, ca_hash)
         release_prewarmed_kubelets()
         _import_api_client()  # while the join runs
-        _wait_joins({node.name: (node, proc)}, out)
+        wait_ready(lab_dir, [node.name], out, joins={node.name: (node, proc)})
+        return node
     wait_ready(lab_dir, [node.name], out)
     return node
 

@@ -45,6 +45,17 @@ class Child:
         self._phase_fd = phase_fd
         self.returncode: int | None = None
 
+    def poll(self) -> int | None:
+        """The exit code if the command has ended, else None (never blocks)."""
+        if self.returncode is None:
+            if self._proc is not None:
+                self.returncode = self._proc.poll()
+            else:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
     def wait_phase(self) -> bool:
         """Block until the command has done the phase named by `start(notify_after=...)` (True) or has ended before
         (False; `wait()` tells how). A command started as a new interpreter only tells that it ended with 0."""

@@ -1,7 +1,8 @@
 """lab.forkcli with real processes: a command the lab forks runs through the CLI with its output in the node's log
 file and its exit code; it stops its own warm kubelet when it fails before kubelet-start and leaves the other nodes'
 warm kubelets running; with other threads in the lab process it starts a new interpreter instead of forking; a forked
-command tells the lab when a given phase is done (or that it ended before).
+command tells the lab when a given phase is done (or that it ended before); the lab reports each join as it ends and
+fails once all have ended.
 
 Each case runs in a fresh interpreter (a test process has threads of its own, and must not fork itself)."""
 
@@ -116,3 +117,50 @@ def test_a_forked_command_tells_when_a_phase_is_done_or_that_it_ended_before(tmp
     assert out["reached"] == [True, True, 0]
     assert out["not_reached"] == [False, 0]  # the command succeeded without running that phase
     assert out["failed"][0] is False and out["failed"][1] != 0
+
+
+_REAP_SCRIPT = """
+import json, sys, time
+from pathlib import Path
+from pykubeadm.errors import KubeadmError
+from pykubeadm.lab import cluster, forkcli
+from pykubeadm.lab.nodes import lab_node
+
+lab = Path(sys.argv[1])
+good, bad = lab_node(lab, 1), lab_node(lab, 2)
+for node in (good, bad):
+    node.root.mkdir(parents=True)
+    node.state.mkdir(parents=True, exist_ok=True)
+procs = {
+    good.name: (good, forkcli.start(good.root, ["version", "-o", "short"], good.log_file)),
+    bad.name: (bad, forkcli.start(bad.root, ["join", "--config", str(bad.root / "missing.yaml")], bad.log_file)),
+}
+lines, failed, error = [], [], ""
+deadline = time.monotonic() + 60
+try:
+    while procs and time.monotonic() < deadline:
+        cluster._reap_joins(procs, failed, lines.append, block=False)
+        time.sleep(0.02)
+except KubeadmError as e:
+    error = str(e)
+print(json.dumps({"lines": lines, "error": error, "left": list(procs)}))
+"""
+
+
+def test_the_lab_reports_each_join_as_it_ends_and_fails_once_all_have_ended(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
+    res = subprocess.run(
+        [sys.executable, "-c", _REAP_SCRIPT, str(tmp_path / "lab")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["left"] == []
+    assert any(line.startswith("[lab] lab-worker (") and "joined the cluster" in line for line in out["lines"])
+    failure = next(line for line in out["lines"] if line.startswith("[lab] join of lab-worker2 failed:"))
+    assert "missing.yaml" in failure  # the tail of that node's log
+    assert out["error"].startswith("lab: joining lab-worker2 failed; logs are in ")
