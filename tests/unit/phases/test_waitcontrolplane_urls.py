@@ -1,14 +1,16 @@
-"""wait-control-plane: the URL of each component check comes from its static Pod manifest's probe."""
+"""wait-control-plane: the URL of each component check comes from its static Pod manifest's probe; a closed port fails
+the check with Go's "connection refused" text, an open one is checked with a request."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
 import yaml
 
 from pykubeadm.errors import KubeadmError
-from pykubeadm.phases.waitcontrolplane import component_checks
+from pykubeadm.phases.waitcontrolplane import ComponentCheck, _refused, component_checks, wait_healthy
 
 
 def _manifest(tmp_path: Path, name: str, http_get: dict) -> Path:
@@ -41,3 +43,31 @@ def test_a_probe_without_a_port_is_an_error_not_a_url_with_none(tmp_path: Path) 
     manifests = {"kube-scheduler": _manifest(tmp_path, "kube-scheduler", {"host": "127.0.0.1", "path": "/livez"})}
     with pytest.raises(KubeadmError, match=r"kube-scheduler\.yaml.*no httpGet port"):
         component_checks(manifests)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_check_of_a_closed_port_fails_with_gos_connection_refused_text() -> None:
+    port = _free_port()
+    url = f"https://127.0.0.1:{port}/livez"
+    with pytest.raises(KubeadmError) as err:
+        wait_healthy([ComponentCheck("kube-apiserver", url)], 0.2, lambda _line: None)
+    assert str(err.value) == (
+        f'kube-apiserver check failed at {url}: Get "{url}": dial tcp 127.0.0.1:{port}: connect: connection refused'
+    )
+
+
+def test_an_open_port_is_checked_with_a_request() -> None:
+    with socket.socket() as srv:  # accepts connections, answers no HTTP: the request's error is reported
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(8)
+        url = f"http://127.0.0.1:{srv.getsockname()[1]}/healthz"
+        assert _refused(url) is None
+        with pytest.raises(KubeadmError) as err:
+            wait_healthy([ComponentCheck("The kubelet", url)], 0.3, lambda _line: None)
+    assert "connection refused" not in str(err.value)
+    assert str(err.value).startswith(f'The kubelet check failed at {url}: Get "{url}": ')
