@@ -3,7 +3,7 @@
     cli          flags (+ KubeletConfiguration via config) → KubeletSettings → Kubelet.run()
     config       KubeletConfiguration file + flags → KubeletSettings (bind addresses of built-in nodes)
     kubeconfig   load kubeconfigs under the node's root dir; write the bootstrapped kubelet.conf
-    api          thin async REST client (httpx, dicts) with swappable credentials
+    api          thin async REST client (aiohttp, dicts) with swappable credentials
     csr          keys, CSRs, CSR objects and names, waiting for issuance by watch
     certstore    kubelet-client/-server-<ts>.pem + -current.pem; self-signed kubelet.crt/key
     certmanager  TLS bootstrap (first rotation) and rotation at 70–90 % of the lifetime

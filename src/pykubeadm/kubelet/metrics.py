@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -149,11 +148,9 @@ class KubeletMetrics:
         for key in [k for k in self._seen if k not in live]:
             del self._seen[key]
 
-    async def count_response(self, response: httpx.Response) -> None:
-        """An httpx response hook: rest_client_requests_total{code, method, host}."""
-        url = response.request.url
-        host = url.host if url.port is None else f"{url.host}:{url.port}"
-        self.rest_client_requests.labels(str(response.status_code), response.request.method, host).inc()
+    async def count_response(self, method: str, host: str, status: int) -> None:
+        """The API client's response hook (kubelet.api.KubeClient): rest_client_requests_total{code, method, host}."""
+        self.rest_client_requests.labels(str(status), method, host).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

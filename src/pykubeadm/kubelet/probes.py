@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import aiohttp
 
 __all__ = ["Probe", "ProbeResult", "run_probe"]
 
@@ -83,12 +83,17 @@ async def run_probe(probe: Probe, pod_ip: str, named_ports: Mapping[str, int] | 
             url_host = f"[{host}]" if ":" in host else host
             target = f"{url_host}:{port}"
             # As the kubelet's prober: TLS without verification for every probe (it also makes no default context, which
-            # would load the system CA bundle, ~35 ms, on every probe).
-            async with httpx.AsyncClient(verify=_INSECURE, timeout=probe.timeout) as cl:
-                resp = await cl.get(f"{scheme}://{url_host}:{port}{path}", headers=headers)
-            if 200 <= resp.status_code < 400:
+            # would load the system CA bundle, ~35 ms, on every probe), and no connection kept for the next one.
+            connector = aiohttp.TCPConnector(ssl=_INSECURE, force_close=True)
+            timeout = aiohttp.ClientTimeout(total=probe.timeout)
+            async with (
+                aiohttp.ClientSession(connector=connector, timeout=timeout) as cl,
+                cl.get(f"{scheme}://{url_host}:{port}{path}", headers=headers, allow_redirects=False) as resp,
+            ):
+                status = resp.status
+            if 200 <= status < 400:
                 return ProbeResult(True)
-            return ProbeResult(False, f"HTTP probe failed with statuscode: {resp.status_code}")
+            return ProbeResult(False, f"HTTP probe failed with statuscode: {status}")
         if "tcpSocket" in spec:
             ts = spec["tcpSocket"]
             host = ts.get("host") or pod_ip
@@ -102,7 +107,7 @@ async def run_probe(probe: Probe, pod_ip: str, named_ports: Mapping[str, int] | 
         if "exec" in spec:
             return ProbeResult(True, "exec probes are not supported by the built-in runtime; treated as success")
         return ProbeResult(False, "probe has no handler")
-    except (httpx.HTTPError, OSError, TimeoutError, ValueError) as e:
+    except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:
         return ProbeResult(False, _failure(e, target))
 
 
@@ -110,8 +115,10 @@ def _failure(e: BaseException, target: str) -> str:
     """The Go net/http wording kubectl users know: `dial tcp HOST:PORT: connect: connection refused`."""
     if not target:
         return str(e)
+    if isinstance(e, aiohttp.ClientConnectorError):
+        e = e.os_error  # the connect's own error (aiohttp's text names its SSL settings)
     if isinstance(e, ConnectionRefusedError) or "refused" in str(e).lower():
         return f"dial tcp {target}: connect: connection refused"
-    if isinstance(e, TimeoutError | httpx.TimeoutException):
+    if isinstance(e, TimeoutError):
         return f"dial tcp {target}: i/o timeout"
     return f"dial tcp {target}: {e}"

@@ -15,6 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import aiohttp
 import httpx
 import pytest
 import yaml
@@ -49,7 +50,7 @@ async def eventually(pred, timeout: float, what: str, interval: float = 0.2):
             value = await pred()
             if value:
                 return value
-        except (ApiError, httpx.HTTPError, OSError) as e:
+        except (ApiError, aiohttp.ClientError, OSError) as e:  # the API may be restarting
             last = e
         await asyncio.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}" + (f" (last error: {last})" if last else ""))

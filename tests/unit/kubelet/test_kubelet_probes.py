@@ -84,6 +84,26 @@ async def test_tcp_probe_and_refused_connection():
         await server.wait_closed()
     res = await run_probe(Probe.parse({"tcpSocket": {"port": port}, "timeoutSeconds": 1}), "127.0.0.1")
     assert not res.ok
+    assert res.message == f"dial tcp 127.0.0.1:{port}: connect: connection refused"
+    res = await run_probe(Probe.parse({"httpGet": {"port": port, "path": "/healthz"}}), "127.0.0.1")
+    assert (res.ok, res.message) == (False, f"dial tcp 127.0.0.1:{port}: connect: connection refused")
+
+
+async def test_an_http_probe_does_not_follow_a_redirect():  # 3xx is a success, as the kubelet's prober counts it
+    async def redirect(_request: web.Request) -> web.Response:
+        raise web.HTTPFound("http://127.0.0.1:1/elsewhere")
+
+    app = web.Application()
+    app.router.add_get("/", redirect)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = site._server.sockets[0].getsockname()[1]
+        assert (await run_probe(Probe.parse({"httpGet": {"port": port}}), "127.0.0.1")).ok
+    finally:
+        await runner.cleanup()
 
 
 def test_probe_defaults():
