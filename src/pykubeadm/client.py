@@ -94,7 +94,18 @@ def _config(kubeconfig: str | Path | KubeConfig) -> KubeConfig:
 
 def _new_client(cls: type[C], kubeconfig: str | Path | KubeConfig, timeout: float, field_manager: str | None) -> C:
     try:
-        return cls(_config(kubeconfig), timeout=httpx2.Timeout(timeout), field_manager=field_manager, trust_env=False)
+        config = _config(kubeconfig)
+        extra: dict[str, Any] = {}
+        if cls is AsyncClient:  # the bytes go through aiohttp (util.aiohttptransport), not httpcore and anyio
+            from lightkube.config.client_adapter import verify_cluster
+
+            from pykubeadm.util.aiohttptransport import AiohttpTransport
+
+            single = config.get()
+            if single is not None and single.user is not None:  # else lightkube reports what is missing
+                tls = verify_cluster(single.cluster, single.user, single.abs_file, trust_env=False)
+                extra["transport"] = AiohttpTransport(tls if single.cluster.server.startswith("https") else None)
+        return cls(config, timeout=httpx2.Timeout(timeout), field_manager=field_manager, trust_env=False, **extra)
     except (ConfigError, OSError) as err:
         raise KubeconfigError(f"invalid kubeconfig {kubeconfig}: {err}") from err
 
