@@ -64,8 +64,9 @@ class ServerOptions:
     requestheader_group_headers: list[str] = field(default_factory=list)
     requestheader_extra_headers_prefix: list[str] = field(default_factory=list)
     token_auth_file: Path | None = None
-    #: Where the one-JSON-line-per-request audit log goes: "-" = stdout (the default), "" = off, else a file.
-    audit_log_path: str = "-"
+    #: Where the one-JSON-line-per-request audit log goes: "-" = stdout, a file, or "" = off (the default, as
+    #: kube-apiserver's: kubeadm's manifests enable no audit log).
+    audit_log_path: str = ""
     shutdown_delay_seconds: float = 0.0
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200

@@ -64,6 +64,13 @@ def test_kubeadm_flag_set_maps_under_the_node_root(tmp_path):
     assert o.enable_bootstrap_token_auth and o.allow_privileged
     assert o.raw_flags["client-ca-file"] == "/etc/kubernetes/pki/ca.crt"  # node paths for the auth builder
     assert o.host_path("/etc/kubernetes/pki/sa.pub") == tmp_path / "etc/kubernetes/pki/sa.pub"
+    assert o.audit_log_path == ""  # as kube-apiserver's: kubeadm's flags enable no audit log
+
+
+def test_audit_log_path_stdout_or_a_file_under_the_node_root(tmp_path):
+    assert options_from_flags({"audit_log_path": "-"}, tmp_path).audit_log_path == "-"
+    got = options_from_flags({"audit_log_path": "/var/log/kubernetes/audit.log"}, tmp_path).audit_log_path
+    assert got == str(tmp_path / "var/log/kubernetes/audit.log")
 
 
 def test_unknown_flag_is_a_startup_error_naming_it():
