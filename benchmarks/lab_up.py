@@ -7,7 +7,10 @@ kube-proxy per node — are still starting and share the 2 cores with it), and o
 
 Targets on a 2-core machine (issue #17): lab up <= 2.0 s median, one join <= 0.5 s, the whole control plane + kubelet
 <= 300 MB RSS. The load average is printed with the figures; `lab_processes_cpu_s` (CPU seconds every process of the
-lab used until the join returned) is the load-independent cost.
+lab used until the join returned) is the load-independent cost. The speed of the machine itself drifts (the same code
+has measured 30 % slower an hour later on the same idle VM): `reference_s` times, before each run, a fixed piece of
+what a lab spends its CPU on (a new interpreter importing aiohttp's server, cryptography's x509, yaml and click), and
+`lab_up_per_reference` is the median of lab up / reference over the runs, comparable across machines and hours.
 Run: .venv/bin/python benchmarks/lab_up.py [--runs 5] [--workers 2]
 """
 
@@ -91,7 +94,21 @@ def _settle(lab_dir: Path, timeout: float = 60.0) -> None:
     raise SystemExit(f"the lab's Pods were not all Running within {timeout:g}s")
 
 
+_REFERENCE = "import aiohttp.web, cryptography.x509, yaml, click"
+
+
+def _reference_s() -> float:
+    """The median wall time of three interpreters importing `_REFERENCE` (on an idle machine: their CPU time)."""
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", _REFERENCE], check=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
 def one_run(workers: int) -> dict[str, Any]:
+    reference = _reference_s()
     with tempfile.TemporaryDirectory(prefix="lab-bench") as tmp:
         lab_dir = Path(tmp) / "lab"
         t0 = time.perf_counter()
@@ -123,6 +140,7 @@ def one_run(workers: int) -> dict[str, Any]:
         }
         cp = {r: v for r, v in rss.items() if v is not None and r in control_plane}
         return {
+            "reference_s": reference,
             "up_s": up,
             "join_s": join,
             "join_after_up_s": join_after_up,
@@ -151,6 +169,8 @@ def main() -> None:
                 "runs": args.runs,
                 "lab_up_median_s": round(statistics.median(ups), 3),
                 "lab_up_runs_s": [round(x, 3) for x in ups],
+                "reference_s": [round(float(r["reference_s"]), 3) for r in runs],
+                "lab_up_per_reference": round(statistics.median(float(r["up_s"] / r["reference_s"]) for r in runs), 1),
                 "join_median_s": round(statistics.median(joins), 3),
                 "join_runs_s": [round(x, 3) for x in joins],
                 "join_after_up_median_s": round(statistics.median(joins_busy), 3),
