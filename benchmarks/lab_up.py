@@ -85,13 +85,20 @@ def _settle(lab_dir: Path, timeout: float = 60.0) -> None:
     from pykubeadm.lab.cluster import admin_kubeconfig
 
     deadline = time.monotonic() + timeout
+    waiting: list[str] = []
     with sync_client(admin_kubeconfig(lab_dir)) as client:
         while time.monotonic() < deadline:
             pods = list(client.list(Pod, namespace="*"))
-            if pods and all(p.status is not None and p.status.phase in ("Running", "Succeeded") for p in pods):
+            waiting = [
+                f"{p.metadata.name if p.metadata else '?'} on {p.spec.nodeName if p.spec else '?'}: "
+                f"{p.status.phase if p.status else '?'}"
+                for p in pods
+                if p.status is None or p.status.phase not in ("Running", "Succeeded")
+            ]
+            if pods and not waiting:
                 return
             time.sleep(0.1)
-    raise SystemExit(f"the lab's Pods were not all Running within {timeout:g}s")
+    raise SystemExit(f"the lab's Pods were not all Running within {timeout:g}s: {', '.join(waiting)}")
 
 
 _REFERENCE = "import aiohttp.web, cryptography.x509, yaml, click"
