@@ -26,43 +26,41 @@ from typing import Any
 __all__ = ["LazyDefaultContext", "LazyVerifyPathsContext", "import_aiohttp"]
 
 
-class LazyDefaultContext(ssl.SSLContext):
-    """`ssl.create_default_context()` for server authentication, loading the default CA certificates on first use."""
+class _LoadsOnFirstUse(ssl.SSLContext):
+    """An SSLContext that loads its CA certificates (`_load`) the first time it wraps a connection."""
 
-    _defaults_loaded = False
+    _loaded = False
 
-    def _load_defaults(self) -> None:
-        if not self._defaults_loaded:
-            self.load_default_certs(ssl.Purpose.SERVER_AUTH)
-            self._defaults_loaded = True
+    def _load(self) -> None:
+        raise NotImplementedError
+
+    def _load_once(self) -> None:
+        if not self._loaded:
+            self._load()
+            self._loaded = True
 
     def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
-        self._load_defaults()
+        self._load_once()
         return super().wrap_socket(*args, **kwargs)
 
     def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
-        self._load_defaults()
+        self._load_once()
         return super().wrap_bio(*args, **kwargs)
 
 
-class LazyVerifyPathsContext(ssl.SSLContext):
+class LazyDefaultContext(_LoadsOnFirstUse):
+    """`ssl.create_default_context()` for server authentication, loading the default CA certificates on first use."""
+
+    def _load(self) -> None:
+        self.load_default_certs(ssl.Purpose.SERVER_AUTH)
+
+
+class LazyVerifyPathsContext(_LoadsOnFirstUse):
     """An SSLContext whose `set_default_verify_paths()` was called during `import_aiohttp()`: the default CA paths are
     loaded the first time it wraps a connection."""
 
-    _paths_loaded = False
-
-    def _load_paths(self) -> None:
-        if not self._paths_loaded:
-            _real_set_default_verify_paths(self)
-            self._paths_loaded = True
-
-    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
-        self._load_paths()
-        return super().wrap_socket(*args, **kwargs)
-
-    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
-        self._load_paths()
-        return super().wrap_bio(*args, **kwargs)
+    def _load(self) -> None:
+        _real_set_default_verify_paths(self)
 
 
 def _lazy_set_default_verify_paths(self: ssl.SSLContext) -> None:

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 _SCRIPT = """
 import json, sys, threading, time
@@ -46,21 +47,22 @@ print(json.dumps(result))
 """
 
 
+def _script(script: str, *args: str) -> dict[str, Any]:
+    """Run `script` in a fresh interpreter (no node root from the environment); the JSON of its last line."""
+    env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
+    res = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert res.returncode == 0, res.stderr
+    out: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
+    return out
+
+
 def _run(tmp_path: Path, mode: str) -> dict[str, object]:
     a, b = tmp_path / "node-a", tmp_path / "node-b"
     a.mkdir()
     b.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
-    res = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(a), str(b), mode],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert res.returncode == 0, res.stderr
-    out: dict[str, object] = json.loads(res.stdout.strip().splitlines()[-1])
+    out = _script(_SCRIPT, str(a), str(b), mode)
     out["log"] = (a / "join.log").read_text()
     return out
 
@@ -103,17 +105,7 @@ print(json.dumps({
 
 
 def test_a_forked_command_tells_when_a_phase_is_done_or_that_it_ended_before(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
-    res = subprocess.run(
-        [sys.executable, "-c", _PHASE_SCRIPT, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert res.returncode == 0, res.stderr
-    out = json.loads(res.stdout.strip().splitlines()[-1])
+    out = _script(_PHASE_SCRIPT, str(tmp_path))
     assert out["reached"] == [True, True, 0]
     assert out["not_reached"] == [False, 0]  # the command succeeded without running that phase
     assert out["failed"][0] is False and out["failed"][1] != 0
@@ -148,17 +140,7 @@ print(json.dumps({"lines": lines, "error": error, "left": list(procs)}))
 
 
 def test_the_lab_reports_each_join_as_it_ends_and_fails_once_all_have_ended(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
-    res = subprocess.run(
-        [sys.executable, "-c", _REAP_SCRIPT, str(tmp_path / "lab")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert res.returncode == 0, res.stderr
-    out = json.loads(res.stdout.strip().splitlines()[-1])
+    out = _script(_REAP_SCRIPT, str(tmp_path / "lab"))
     assert out["left"] == []
     assert any(line.startswith("[lab] lab-worker (") and "joined the cluster" in line for line in out["lines"])
     failure = next(line for line in out["lines"] if line.startswith("[lab] join of lab-worker2 failed:"))

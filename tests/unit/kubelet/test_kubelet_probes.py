@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from pykubeadm.kubelet.probes import Probe, run_probe
+from pykubeadm.testing.webapp import serve_app
 
 
 async def _serve(tmp_path, tls: bool):
@@ -95,15 +96,9 @@ async def test_an_http_probe_does_not_follow_a_redirect():  # 3xx is a success, 
 
     app = web.Application()
     app.router.add_get("/", redirect)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        port = site._server.sockets[0].getsockname()[1]
+    async with serve_app(app) as url:
+        port = int(url.rsplit(":", 1)[1])
         assert (await run_probe(Probe.parse({"httpGet": {"port": port}}), "127.0.0.1")).ok
-    finally:
-        await runner.cleanup()
 
 
 def test_probe_defaults():

@@ -19,6 +19,7 @@ from aiohttp import web
 from pykubeadm.kubelet.streaming import add_streaming_routes
 from pykubeadm.kubelet.streaming.remotecommand import exit_status
 from pykubeadm.kubelet.streaming.wsserve import parse_resize
+from pykubeadm.testing.webapp import serve_app
 
 
 @dataclass
@@ -47,15 +48,8 @@ async def base(tmp_path: Path) -> AsyncIterator[str]:
 
     app = web.Application()
     add_streaming_routes(app.router, locate)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with serve_app(app) as url:
+        yield url
 
 
 async def _session(url: str, protocol: str, send: list[bytes]) -> dict[int, bytes]:

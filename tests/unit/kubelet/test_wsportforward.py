@@ -15,6 +15,7 @@ from aiohttp import web
 
 from pykubeadm.kubelet.streaming import add_streaming_routes
 from pykubeadm.kubelet.streaming.wsportforward import ports_of
+from pykubeadm.testing.webapp import serve_app
 
 
 @dataclass
@@ -55,15 +56,8 @@ async def base() -> AsyncIterator[str]:
 
     app = web.Application()
     add_streaming_routes(app.router, locate)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with serve_app(app) as url:
+        yield url
 
 
 async def test_bytes_go_both_ways_after_the_port_announcement(base: str, echo_port: int) -> None:

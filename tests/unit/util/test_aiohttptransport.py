@@ -13,6 +13,7 @@ import httpx2
 import pytest
 from aiohttp import web
 
+from pykubeadm.testing.webapp import serve_app
 from pykubeadm.util.aiohttptransport import AiohttpTransport
 
 pytestmark = pytest.mark.asyncio
@@ -61,15 +62,8 @@ async def server() -> AsyncIterator[str]:
     app.router.add_get("/redirect", _redirect)
     app.router.add_get("/lines", _lines)
     app.router.add_get("/slow", _slow)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with serve_app(app) as url:
+        yield url
 
 
 def _client(base: str, timeout: float = 5.0) -> httpx2.AsyncClient:
