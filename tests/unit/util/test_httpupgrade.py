@@ -7,6 +7,7 @@ import asyncio
 
 from aiohttp import web
 
+from pykubeadm.testing.webapp import serve_app
 from pykubeadm.util.httpupgrade import splice, switch_protocols
 
 
@@ -38,25 +39,21 @@ async def test_switch_protocols_then_splice_with_an_echo() -> None:
     echo_port = echo_server.sockets[0].getsockname()[1]
     app = web.Application()
     app.router.add_get("/", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nearly|")
-        async with asyncio.timeout(10):
-            head = await reader.readuntil(b"\r\n\r\n")
-            assert head.startswith(b"HTTP/1.1 101 Switching Protocols\r\n")
-            assert await reader.readexactly(len(b"hello|")) == b"hello|"
-            assert await reader.readexactly(len(b"EARLY|")) == b"EARLY|"  # sent with the request, not lost
-            writer.write(b"more")
-            assert await reader.readexactly(4) == b"MORE"
-            writer.write_eof()  # the client is done: the splice ends and the connection closes
-            assert await reader.read() == b""
-        writer.close()
+        async with serve_app(app) as url:
+            port = int(url.rsplit(":", 1)[1])
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nearly|")
+            async with asyncio.timeout(10):
+                head = await reader.readuntil(b"\r\n\r\n")
+                assert head.startswith(b"HTTP/1.1 101 Switching Protocols\r\n")
+                assert await reader.readexactly(len(b"hello|")) == b"hello|"
+                assert await reader.readexactly(len(b"EARLY|")) == b"EARLY|"  # sent with the request, not lost
+                writer.write(b"more")
+                assert await reader.readexactly(4) == b"MORE"
+                writer.write_eof()  # the client is done: the splice ends and the connection closes
+                assert await reader.read() == b""
+            writer.close()
     finally:
-        await runner.cleanup()
         echo_server.close()
         await echo_server.wait_closed()
