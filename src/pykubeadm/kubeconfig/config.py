@@ -17,6 +17,7 @@ import yaml
 from pykubeadm import constants as c
 from pykubeadm.errors import KubeconfigError
 from pykubeadm.util.fs import write_file_atomic
+from pykubeadm.util.yamlload import load_yaml
 
 __all__ = [
     "Kubeconfig",
@@ -121,7 +122,7 @@ def write_kubeconfig(path: Path, cfg: Kubeconfig) -> None:
 
 def parse_kubeconfig(text: str | bytes, source: str = "data") -> Kubeconfig:
     try:
-        cfg = yaml.safe_load(text)
+        cfg = load_yaml(text)
     except yaml.YAMLError as err:
         raise KubeconfigError(f"failed to load kubeconfig file {source}: {err}") from err
     except RecursionError:
