@@ -17,7 +17,6 @@ import contextlib
 import datetime as dt
 import ipaddress
 import os
-import socket
 import ssl
 import subprocess
 import sys
@@ -33,13 +32,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from pykubeadm.testing.etcd import free_port
+
 __all__ = ["ApiServer", "Pki", "free_port", "generate_pki", "running_apiserver"]
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def _write_key(path: Path, key: Any) -> None:

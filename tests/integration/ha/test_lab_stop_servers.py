@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -17,12 +16,7 @@ import pytest
 from pykubeadm.errors import KubeadmError
 from pykubeadm.lab.externaletcd import ExternalEtcd
 from pykubeadm.lab.loadbalancer import LoadBalancer, haproxy_binary
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from pykubeadm.testing.etcd import free_port
 
 
 def _gone(pid: int) -> bool:
@@ -38,7 +32,7 @@ def test_stop_ends_the_running_haproxy_and_cleans_up(tmp_path: Path) -> None:
         haproxy_binary()
     except KubeadmError:
         pytest.skip("haproxy is not installed")
-    lb = LoadBalancer(tmp_path, "127.0.0.1", _free_port())
+    lb = LoadBalancer(tmp_path, "127.0.0.1", free_port())
     lb.apply({"cp": "127.0.0.2"})
     pid = lb.pid()
     try:

@@ -13,7 +13,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from pykubeadm.testing.apiserver import ApiServer, Pki
+from pykubeadm.testing.apiserver import ApiServer, Pki, free_port
 
 #: Where the page puts the Kubernetes CA on the master nodes (and, for the bootstrap kubeconfig, on workers).
 CA_PEM = "/var/lib/kubernetes/ca.pem"
@@ -108,12 +107,6 @@ PAGE_BINDINGS = {
     "auto-approve-csrs-for-group": AUTO_APPROVE_CSRS_FOR_GROUP,
     "auto-approve-renewals-for-nodes": AUTO_APPROVE_RENEWALS_FOR_NODES,
 }
-
-
-def free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def run(cmd: Sequence[str], *, check: bool = True, env: dict[str, str] | None = None, **kw: Any) -> str:

@@ -11,6 +11,7 @@ import yaml
 
 from pykubeadm.errors import KubeadmError
 from pykubeadm.phases.waitcontrolplane import ComponentCheck, _refused, component_checks, wait_healthy
+from pykubeadm.testing.etcd import free_port
 
 
 def _manifest(tmp_path: Path, name: str, http_get: dict) -> Path:
@@ -45,14 +46,8 @@ def test_a_probe_without_a_port_is_an_error_not_a_url_with_none(tmp_path: Path) 
         component_checks(manifests)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_a_check_of_a_closed_port_fails_with_gos_connection_refused_text() -> None:
-    port = _free_port()
+    port = free_port()
     url = f"https://127.0.0.1:{port}/livez"
     with pytest.raises(KubeadmError) as err:
         wait_healthy([ComponentCheck("kube-apiserver", url)], 0.2, lambda _line: None)

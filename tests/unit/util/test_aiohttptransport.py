@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import socket
 from collections.abc import AsyncIterator
 
 import httpx2
 import pytest
 from aiohttp import web
 
+from pykubeadm.testing.etcd import free_port
 from pykubeadm.testing.webapp import serve_app
 from pykubeadm.util.aiohttptransport import AiohttpTransport
 
@@ -94,9 +94,7 @@ async def test_a_streamed_body_arrives_as_it_is_written(server: str) -> None:
 
 
 async def test_failures_are_httpx_transport_errors(server: str) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        closed = s.getsockname()[1]
+    closed = free_port()
     async with _client(f"http://127.0.0.1:{closed}") as client:
         with pytest.raises(httpx2.ConnectError):
             await client.get("/echo")
