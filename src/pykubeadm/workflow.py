@@ -174,7 +174,7 @@ class Runner(Generic[C]):
                 continue
             if p.run is not None:
                 self._call(p.run, path)
-                for hook in phase_done_hooks:
+                for hook in tuple(phase_done_hooks):  # a hook may remove itself
                     hook(path)
             self._run_tree(p.children, path + "/", skip)
 
