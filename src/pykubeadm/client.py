@@ -33,6 +33,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import OnErrorAction, OnErrorResult
 
 from pykubeadm.errors import KubeconfigError
+from pykubeadm.util.yamlload import load_yaml
 
 __all__ = [
     "ApiError",
@@ -80,7 +81,7 @@ def load_kubeconfig(path: str | Path) -> KubeConfig:
         filepath = Path(path).expanduser()
         if not filepath.is_file():
             raise ConfigError(f"Configuration file {path} not found")
-        data = yaml.load(filepath.read_bytes(), Loader=yaml.CSafeLoader)
+        data = load_yaml(filepath.read_bytes())
         if not isinstance(data, dict):
             raise ConfigError(f"Configuration file {path} is not a kubeconfig")
         return KubeConfig.from_dict(data, fname=filepath)

@@ -156,8 +156,7 @@ def command(ctx: click.Context, **opts: Any) -> None:
         format="%(levelname).1s%(asctime)s %(process)d %(name)s] %(message)s",
         force=True,
     )
-    for noisy in ("aiohttp.access",):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     log.info("flags: %s", shlex.join(ctx.meta.get(_ARGS_META) or _own_args(sys.argv)))
     if ctx.args:
         log.warning("ignoring flags the built-in kubelet does not implement: %s", " ".join(ctx.args))

@@ -347,10 +347,13 @@ def lab_up(
         joining.append(new_node(lab_dir, planned, control_plane=False))
         planned.append(joining[-1])
     _prepare_joins([n.root for n in joining])  # while init works
+
+    def init_failed() -> KubeadmError:
+        return KubeadmError(f"lab: 'pykubeadm {' '.join(args)}' on {cp.name} failed (exit {init.wait()})")
+
     if not init.wait_phase():
         discard_prewarmed_kubelets()
-        init.wait()
-        raise KubeadmError(f"lab: 'pykubeadm {' '.join(args)}' on {cp.name} failed (exit {init.returncode})")
+        raise init_failed()
     ca_hash = _ca_hash(lab_dir)
     procs = {}
     for node in joining:  # workers join while the control planes join one after another
@@ -360,12 +363,12 @@ def lab_up(
         procs[node.name] = (node, _start_join(node, endpoint, token, ca_hash))
     release_prewarmed_kubelets()  # each forked join has its own
     _import_api_client()  # while init and the joins run
-    init_failed = init.wait() != 0  # init's output ends before the lab's own
+    init_code = init.wait()  # init's output ends before the lab's own
     for node, _ in procs.values():
         out(f"[lab] Joining {node.name} on {node.address}")
-    if init_failed:
+    if init_code != 0:
         _wait_joins(procs, out)
-        raise KubeadmError(f"lab: 'pykubeadm {' '.join(args)}' on {cp.name} failed (exit {init.returncode})")
+        raise init_failed()
     for _ in range(control_planes - 1):
         node = new_node(lab_dir, nodes, control_plane=True)
         nodes.append(node)

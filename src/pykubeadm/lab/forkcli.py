@@ -105,14 +105,17 @@ def start(root: Path, args: list[str], log: Path | None = None, notify_after: st
         return _start_interpreter(argv, log)
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
-    read_fd, write_fd = os.pipe() if notify_after else (None, None)
+    read_fd, notify = None, None
+    if notify_after:
+        read_fd, write_fd = os.pipe()
+        notify = (notify_after, write_fd)
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child ends in os._exit (the tests run the lab)
         if read_fd is not None:
             os.close(read_fd)
-        _run_child(argv, log, (notify_after, write_fd) if notify_after and write_fd is not None else None)
-    if write_fd is not None:
-        os.close(write_fd)
+        _run_child(argv, log, notify)
+    if notify is not None:
+        os.close(notify[1])
     return Child(pid, phase_fd=read_fd)
 
 
