@@ -32,7 +32,7 @@ def _mapped(exc: BaseException, request: httpx2.Request, connecting: bool) -> ht
         return httpx2.ConnectError(message, request=request)
     if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
         return httpx2.RemoteProtocolError(message, request=request)
-    if isinstance(exc, aiohttp.ClientOSError | OSError):
+    if isinstance(exc, OSError):  # aiohttp's ClientOSError too
         return (httpx2.ConnectError if connecting else httpx2.ReadError)(message, request=request)
     return httpx2.TransportError(message, request=request)
 
