@@ -5,9 +5,12 @@ is declared without the Kubernetes client. Asserts on module names, not time."""
 
 from __future__ import annotations
 
+import http.server
 import os
+import ssl
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -149,5 +152,80 @@ def test_worker_run_modules_cover_what_a_worker_joins_phases_import() -> None:
     # WORKER_RUN_MODULES is what a process that forks joins imports beforehand: the imports in the worker phases' run
     # functions must find their modules already there.
     proc = subprocess.run([sys.executable, "-c", _WORKER_RUN_IMPORTS], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == []
+
+
+_FIRST_REQUEST = """
+import base64, importlib, sys
+
+import pykubeadm.phases.join as join
+from pykubeadm.api import load_join_config  # what `join` imports to read its configuration
+
+for name in join.WORKER_RUN_MODULES:
+    importlib.import_module(name)
+from lightkube import KubeConfig
+from lightkube.resources.core_v1 import Node
+
+from pykubeadm.client import sync_client
+
+port, ca = sys.argv[1], open(sys.argv[2], "rb").read()
+config = KubeConfig.from_dict({
+    "apiVersion": "v1",
+    "kind": "Config",
+    "current-context": "c",
+    "clusters": [{"name": "c", "cluster": {
+        "server": f"https://127.0.0.1:{port}", "certificate-authority-data": base64.b64encode(ca).decode()}}],
+    "users": [{"name": "u", "user": {"token": "abcdef.0123456789abcdef"}}],
+    "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+})
+before = set(sys.modules)
+with sync_client(config) as client:
+    assert list(client.list(Node)) == []
+print(" ".join(sorted(set(sys.modules) - before)))
+"""
+
+
+class _NodeList(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b'{"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_worker_run_modules_cover_a_first_api_request(tmp_path: Path) -> None:
+    # A forked join's first request (discovery, the ConfigMaps) must find its HTTP transport already imported:
+    # httpcore2 with h11, h2 and anyio, and truststore are otherwise tens of ms in every join the lab forks.
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"),
+            *("-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NodeList)
+    server.socket = tls.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        proc = subprocess.run(
+            [sys.executable, "-c", _FIRST_REQUEST, str(port), str(cert)], capture_output=True, text=True, timeout=60
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == []
