@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import collections
 import datetime as dt
 import json
 import logging
@@ -174,6 +175,7 @@ class LeanKubelet:
         self.auth = f"Authorization: Bearer {token}\r\n"
         self.node_template = node_template
         self.retries = 0
+        self.retry_causes: collections.Counter[str] = collections.Counter()
         self.handshakes = 0
 
     def _node(self, name: str) -> dict[str, Any]:
@@ -191,6 +193,7 @@ class LeanKubelet:
             if status and status < 500 and status != 429:
                 return status, body
             self.retries += 1
+            self.retry_causes[f"{what}: HTTP {status}" if status else f"{what}: connection"] += 1
             await asyncio.sleep(min(0.2 * 2**attempt, 5.0))
         raise RuntimeError(f"{what}: no answer after 20 attempts")
 
@@ -228,6 +231,8 @@ class LeanKubelet:
                             break  # e.g. 410 Gone as an event: list again
                 except (WatchRefused, OSError, ConnectionError, asyncio.IncompleteReadError) as err:
                     self.retries += 1
+                    cause = f"HTTP {err.status}" if isinstance(err, WatchRefused) else type(err).__name__
+                    self.retry_causes[f"watch CSR: {cause}"] += 1
                     relists += 1
                     if relists > 50:
                         raise RuntimeError(f"csr {csr_name}: watch kept failing: {err}") from None
@@ -597,6 +602,7 @@ async def storm(api: Any, kcm_pid: int, nodes: int, root: Path, client_kind: str
         "client_tls_handshakes_per_join": round(lean.handshakes / max(nodes, 1), 2) if lean else None,
         "retries_or_warnings": events.retries + (lean.retries if lean else 0),
         "retry_samples": events.samples,
+        "retry_causes": dict(lean.retry_causes.most_common()) if lean else None,
         "time_to_csr_created_s": summary([t - t0 for t in events.created]),
         "time_to_certificate_s": summary(results["cert"]),
         "time_to_node_s": summary(results["node"]),
