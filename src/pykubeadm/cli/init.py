@@ -122,7 +122,7 @@ def command(ctx: click.Context, **params: Any) -> None:
     assert state is not None
     flags = flags_from_click(params, ctx)
     if kubelet_will_start(bool(flags.get("dry-run")), flags.get("skip-phases", ())):
-        prewarm_kubelet(Layout(root=state.root_dir))
+        prewarm_kubelet(Layout(root=state.root_dir), control_plane=True)
     runner = _runner(state, flags)
     data = runner.data  # config errors are reported before any phase, as kubeadm does
     skip = list(flags.get("skip-phases", ())) or list(data.cfg.init.skip_phases)

@@ -151,7 +151,7 @@ def command(ctx: click.Context, **params: Any) -> None:
     assert state is not None
     flags = _flags(dict(params), ctx)
     if kubelet_will_start(bool(flags.get("dry-run")), flags.get("skip-phases", ())):
-        prewarm_kubelet(Layout(root=state.root_dir))
+        prewarm_kubelet(Layout(root=state.root_dir), control_plane=bool(flags.get("control-plane")))
     runner = Runner(_join_phases(), lambda: build_join_data(state, flags))
     skip = list(flags.get("skip-phases", ())) or list(runner.data.cfg.skip_phases)
     if not kubelet_will_start(runner.data.dry_run, skip):  # the config file said so

@@ -139,17 +139,28 @@ _ARGS_META = "pykubeadm.kubelet.args"
     hidden=True,
     help="Warm start: import everything, then read the real flags and log file as one JSON line from stdin.",
 )
+@click.option(
+    "--fork-server",
+    is_flag=True,
+    hidden=True,
+    help="Fork the built-in control-plane components' containers from a server that has imported them.",
+)
 @click.option("-v", "--v", "verbosity", type=int, default=None, help="Log level verbosity.")
 @click.pass_context
 def command(ctx: click.Context, **opts: Any) -> None:
     """Run the built-in kubelet: TLS bootstrap, certificate rotation, node status, static Pods as processes."""
+    fork = opts.pop("fork_server")
     if opts.pop("flags_from_stdin"):
-        args = _await_start()
+        args = _await_start(fork)
         if args is not None:
             ctx.meta[_ARGS_META] = args  # `ps` shows the warm start's command line, the log shows these
             with command.make_context(ctx.info_name, list(args), parent=ctx) as started:  # (click consumes the list)
                 command.invoke(started)
         return
+    if fork:  # a cold start: before any logging, credential or thread
+        from pykubeadm.kubelet.forkserver import start_fork_server
+
+        start_fork_server()
     verbosity = opts.pop("verbosity")
     logging.basicConfig(
         level=logging.DEBUG if (verbosity or 0) >= 5 else logging.INFO,
@@ -181,14 +192,19 @@ def _own_args(argv: list[str]) -> list[str]:
     return argv[1:]
 
 
-def _await_start() -> list[str] | None:
+def _await_start(fork: bool = False) -> list[str] | None:
     """A warm start (phases/kubeletservice.prewarm_kubelet): import what the kubelet runs on while the command that
     started us works, then wait for {"args": [...], "log": path} on stdin. None on EOF: that command ended without
-    starting us, and we exit having written nothing."""
+    starting us, and we exit having written nothing. With `fork`, the fork server is forked once the imports are done
+    (before any flag or credential is read), to import the control-plane components while we wait."""
     failed: BaseException | None = None
     try:
         import pykubeadm.kubelet.config
         import pykubeadm.kubelet.kubelet  # noqa: F401
+        from pykubeadm.kubelet.forkserver import start_fork_server
+
+        if fork:
+            start_fork_server()
     except Exception as e:  # reported in the log once there is one
         failed = e
     line = sys.stdin.buffer.readline()

@@ -22,7 +22,7 @@ from pykubeadm.kubelet import images
 from pykubeadm.kubelet.podstatus import now as _now
 from pykubeadm.kubelet.ports import PortOwner, container_ports
 from pykubeadm.kubelet.probes import Probe, run_probe
-from pykubeadm.kubelet.shim import DirectProcess, ShimProcess
+from pykubeadm.kubelet.shim import ShimProcess, start_static_container
 
 if TYPE_CHECKING:
     from pykubeadm.kubelet.podworker import PodWorker
@@ -225,7 +225,7 @@ class ContainerWorker:
                     tty=bool(self.spec.get("tty")),
                 )
             else:
-                self.proc = await DirectProcess.start(argv, self.env, self.log_path(), self.cwd)
+                self.proc = await start_static_container(argv, self.env, self.log_path(), self.cwd)
         except OSError as e:
             self.release_ports()
             self._event("Warning", "Failed", f"Error: failed to start container {self.name}: {e}")

@@ -229,8 +229,36 @@ async def start_process(
 _LOG_WRITERS: set[asyncio.Task[None]] = set()
 
 
+def write_cri_log_from_fds(out_fd: int, err_fd: int, log_path: Path) -> None:
+    """Copy what a process writes to two pipes (their read ends, owned from now on) into `log_path` as CRI lines."""
+    task = asyncio.ensure_future(_write_cri_log_fds(out_fd, err_fd, log_path))
+    _LOG_WRITERS.add(task)
+    task.add_done_callback(_LOG_WRITERS.discard)
+
+
+async def _write_cri_log_fds(out_fd: int, err_fd: int, log_path: Path) -> None:
+    loop = asyncio.get_running_loop()
+    readers: list[asyncio.StreamReader] = []
+    transports: list[asyncio.BaseTransport] = []
+    try:
+        for fd in (out_fd, err_fd):
+            reader = asyncio.StreamReader()
+            pipe = os.fdopen(fd, "rb", 0)
+            transport, _ = await loop.connect_read_pipe(lambda r=reader: asyncio.StreamReaderProtocol(r), pipe)  # type: ignore[misc]
+            readers.append(reader)
+            transports.append(transport)
+        await _write_cri_log_streams(readers[0], readers[1], log_path)
+    finally:
+        for t in transports:
+            t.close()
+
+
 async def _write_cri_log(proc: Any, log_path: Path) -> None:
     """Copy the process's stdout and stderr into `log_path` as CRI lines until both pipes close."""
+    await _write_cri_log_streams(proc.stdout, proc.stderr, log_path)
+
+
+async def _write_cri_log_streams(stdout: asyncio.StreamReader, stderr: asyncio.StreamReader, log_path: Path) -> None:
     from pykubeadm.kubelet.crilog import CriLogWriter
 
     writer = CriLogWriter()
@@ -243,7 +271,7 @@ async def _write_cri_log(proc: Any, log_path: Path) -> None:
                 os.write(fd, data)
 
     try:
-        await asyncio.gather(pump(proc.stdout, "stdout"), pump(proc.stderr, "stderr"))
+        await asyncio.gather(pump(stdout, "stdout"), pump(stderr, "stderr"))
         rest = writer.flush()
         if rest:
             os.write(fd, rest)

@@ -14,7 +14,8 @@ through a pidfd, so it learns of the exit whether or not the shim is its child. 
 shim's pid with its start time (field 22 of /proc/PID/stat) so a reused pid is never mistaken for the shim.
 
 The direct launcher (`DirectProcess`) is the static Pods' way: a plain child with PR_SET_PDEATHSIG, gone with the
-kubelet, as the control plane's processes have always been run.
+kubelet, as the control plane's processes have always been run; `start_static_container` forks the built-in
+control-plane components from the kubelet's fork server instead, when it has one (kubelet.forkserver).
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from pykubeadm.kubelet import runtime
+from pykubeadm.kubelet.forkserver import ForkedProcess, fork_server, forkable
 from pykubeadm.util.procstat import stat_fields
 
-__all__ = ["DirectProcess", "FifoWriter", "ShimProcess", "proc_start_time"]
+__all__ = ["DirectProcess", "FifoWriter", "ShimProcess", "proc_start_time", "start_static_container"]
 
 _SHIM = (
     "trap : TERM INT HUP\n"  # outlive a signal to the group: the container decides, a SIGKILL takes all (reset)
@@ -361,3 +363,17 @@ class DirectProcess:
     def kill_all(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+async def start_static_container(
+    argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: str | None = None
+) -> DirectProcess | ForkedProcess:
+    """A static Pod container: forked by the kubelet's fork server when it runs a component the server has imported
+    (kubelet.forkserver), else a child started as `DirectProcess`."""
+    server = fork_server()
+    if server is not None and forkable(argv):
+        try:
+            return await ForkedProcess.start(server, argv, env, log_path, cwd)
+        except OSError:
+            pass  # exec it
+    return await DirectProcess.start(argv, env, log_path, cwd)

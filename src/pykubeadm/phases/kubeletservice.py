@@ -48,6 +48,7 @@ __all__ = [
 
 #: The flag that makes `component kubelet` wait for its real flags on stdin (a warm start).
 FLAGS_FROM_STDIN = "--flags-from-stdin"
+FORK_SERVER = "--fork-server"
 
 _prewarmed: dict[str, subprocess.Popen[bytes]] = {}
 
@@ -101,8 +102,9 @@ def kubelet_will_start(dry_run: bool, skip_phases: Iterable[str]) -> bool:
     return not dry_run and "kubelet-start" not in skip_phases
 
 
-def prewarm_kubelet(layout: Layout) -> None:
-    """Built-in mode: start this node's kubelet interpreter now; `start_kubelet` hands it its flags later."""
+def prewarm_kubelet(layout: Layout, control_plane: bool = False) -> None:
+    """Built-in mode: start this node's kubelet interpreter now; `start_kubelet` hands it its flags later. A control
+    plane's kubelet also forks its fork server while it waits (kubelet.forkserver: its static Pods' components)."""
     key = str(layout.root)
     if key in _prewarmed or uses_systemd(layout):
         return
@@ -110,7 +112,7 @@ def prewarm_kubelet(layout: Layout) -> None:
         atexit.register(discard_prewarmed_kubelets)
     with contextlib.suppress(OSError):  # only a speed-up: start_kubelet starts a cold kubelet without it
         _prewarmed[key] = subprocess.Popen(
-            [*_component_prefix(layout), FLAGS_FROM_STDIN],
+            [*_component_prefix(layout), FLAGS_FROM_STDIN, *([FORK_SERVER] if control_plane else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -1,0 +1,475 @@
+"""The fork server: built-in control-plane containers forked from an interpreter that has already imported them.
+
+A control-plane node's kubelet starts kube-apiserver, kube-controller-manager and kube-scheduler together, each
+`python -m pykubeadm component NAME FLAGS...`. Each new interpreter imports the same libraries again (aiohttp,
+cryptography, lightkube, prometheus-client: a few hundred ms of CPU each), at the moment the node is busiest. So the
+kubelet forks a server early (`ForkServer.start`, before it reads any flag or credential) that imports the components'
+modules once; a static Pod container whose program is one of those components is then forked from it
+(`ForkedProcess`) instead of exec'd.
+
+The container looks as an exec'd one: its own session, stdout and stderr on the kubelet's CRI log pipes, stdin
+/dev/null, the container's working directory and environment, and `/proc/PID/cmdline` and `/proc/PID/environ` of the
+exec'd form (set with prctl(PR_SET_MM_MAP), which Linux allows an unprivileged process; where it is refused they show
+the kubelet's, whose arguments name the node root as well). Its parent is the server, which dies with the kubelet
+(PR_SET_PDEATHSIG) as the containers die with the server: a static Pod's processes are gone with the kubelet, as with
+`DirectProcess`. The kubelet learns each container's pid and wait status from the server over a socket pair
+(SOCK_SEQPACKET: one JSON message per datagram, the log pipes passed with SCM_RIGHTS) and signals the container's
+process group itself. When the server is gone or a fork fails, the kubelet execs the program as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import ctypes
+import gc
+import importlib
+import io
+import json
+import logging
+import os
+import random
+import selectors
+import signal
+import socket
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["COMPONENT_MODULES", "ForkServer", "ForkedProcess", "fork_server", "start_fork_server"]
+
+#: What the server imports, kube-apiserver's first (the others wait for it): the static Pod components' commands and
+#: what they import when they run.
+COMPONENT_MODULES = (
+    "pykubeadm.cli.main",
+    "pykubeadm.cli.component",
+    "pykubeadm.apiserver.cli",
+    "pykubeadm.apiserver.server",
+    "pykubeadm.scheduler.cli",
+    "pykubeadm.controllers.cli",
+)
+
+#: The entrypoint of a built-in component's image (kubelet.runtime.resolve_program), less its name.
+_ENTRYPOINT = (sys.executable, "-m", "pykubeadm", "component")
+_FORKED = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_MM = 35
+_PR_SET_MM_MAP = 14
+
+Runner = Callable[[list[str]], int]
+
+
+def run_pykubeadm(args: list[str]) -> int:
+    """Run `pykubeadm ARGS...` in this process, as `python -m pykubeadm ARGS...` would; its exit code."""
+    from pykubeadm.cli.main import main
+
+    try:
+        main(args)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return 0
+
+
+def forkable(argv: Sequence[str]) -> bool:
+    """Whether `argv` runs one of the components the server has imported."""
+    return tuple(argv[: len(_ENTRYPOINT)]) == _ENTRYPOINT and len(argv) > len(_ENTRYPOINT) and argv[4] in _FORKED
+
+
+# --- the server (a child of the kubelet) -----------------------------------------------------------------------------
+
+
+def _prctl(option: int, arg2: int, arg3: int = 0, arg4: int = 0) -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    return int(libc.prctl(option, arg2, arg3, arg4, 0))
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL when the parent (`parent`, the pid before the fork) ends; at once if it already has."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+class _MMMap(ctypes.Structure):
+    _fields_ = [
+        *(
+            (name, ctypes.c_uint64)
+            for name in (
+                "start_code",
+                "end_code",
+                "start_data",
+                "end_data",
+                "start_brk",
+                "brk",
+                "start_stack",
+                "arg_start",
+                "arg_end",
+                "env_start",
+                "env_end",
+                "auxv",
+            )
+        ),
+        ("auxv_size", ctypes.c_uint32),
+        ("exe_fd", ctypes.c_uint32),
+    ]
+
+
+#: The buffers /proc/PID/cmdline and /proc/PID/environ are read from: they live as long as the process.
+_PROC_ARGS: list[Any] = []
+
+
+def set_proc_args(argv: Sequence[str], env: Mapping[str, str]) -> bool:
+    """Make /proc/self/cmdline and /proc/self/environ show `argv` and `env` (prctl PR_SET_MM_MAP); False if refused."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        auxv = Path("/proc/self/auxv").read_bytes()
+    except OSError:
+        return False
+
+    def field(n: int) -> int:  # proc(5) numbers the fields from 1; `fields` starts at field 3
+        return int(fields[n - 3])
+
+    args = b"".join(a.encode() + b"\0" for a in argv)
+    envs = b"".join(f"{k}={v}".encode() + b"\0" for k, v in env.items()) or b"\0"
+    arg_buf = ctypes.create_string_buffer(args, len(args))
+    env_buf = ctypes.create_string_buffer(envs, len(envs))
+    aux_buf = ctypes.create_string_buffer(auxv, len(auxv))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.sbrk.restype = ctypes.c_void_p
+    mm = _MMMap(
+        start_code=field(26),
+        end_code=field(27),
+        start_data=field(45),
+        end_data=field(46),
+        start_brk=field(47),
+        brk=libc.sbrk(0) or field(47),
+        start_stack=field(28),
+        arg_start=ctypes.addressof(arg_buf),
+        arg_end=ctypes.addressof(arg_buf) + len(args),
+        env_start=ctypes.addressof(env_buf),
+        env_end=ctypes.addressof(env_buf) + len(envs),
+        auxv=ctypes.addressof(aux_buf),
+        auxv_size=len(auxv),
+        exe_fd=0xFFFFFFFF,  # keep /proc/PID/exe
+    )
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    if libc.prctl(_PR_SET_MM, _PR_SET_MM_MAP, ctypes.addressof(mm), ctypes.sizeof(mm), 0) != 0:
+        return False
+    _PROC_ARGS[:] = [arg_buf, env_buf, aux_buf]
+    return True
+
+
+def _fresh_interpreter_state() -> None:
+    """What a new interpreter starts with and the server's parent may have changed: standard streams on fds 0-2
+    (a new interpreter's buffering), no logging handler, no exit handler."""
+    streams = {
+        "stdin": io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False))),
+        "stdout": io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), line_buffering=os.isatty(1)),
+        "stderr": io.TextIOWrapper(
+            io.BufferedWriter(io.FileIO(2, "w", closefd=False)), errors="backslashreplace", line_buffering=True
+        ),
+    }
+    for name, stream in streams.items():
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+    logging.root.handlers.clear()
+    logging.root.setLevel(logging.WARNING)
+    atexit._clear()
+
+
+def _become_container(request: dict[str, Any], out_fd: int, err_fd: int, runner: Runner, server: int) -> int:
+    """In the forked child: take the container's session, stdio, directory, environment and arguments; run it."""
+    os.setsid()
+    _die_with_parent(server)  # it dies with the kubelet
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    _fresh_interpreter_state()
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if request.get("cwd"):
+        os.chdir(request["cwd"])
+    env: dict[str, str] = request["env"]
+    os.environ.clear()
+    os.environ.update(env)
+    argv: list[str] = request["argv"]
+    set_proc_args(argv, env)
+    random.seed()  # not the server's sequence
+    args = argv[3:]  # python -m pykubeadm ARGS...
+    sys.argv = [str(Path(sys.modules["pykubeadm"].__file__ or "pykubeadm").with_name("__main__.py")), *args]
+    code = runner(args)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    return code
+
+
+def _spawn(request: dict[str, Any], fds: list[int], sock: socket.socket, runner: Runner) -> int:
+    server = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the container; ends in os._exit
+        code = 127
+        try:
+            sock.close()
+            code = _become_container(request, fds[0], fds[1], runner, server)
+        except BaseException:  # a container that fails to start reports it on its stderr
+            import traceback
+
+            with contextlib.suppress(Exception):
+                traceback.print_exc()
+                sys.stderr.flush()
+            code = 1
+        finally:
+            os._exit(code)
+    return pid
+
+
+def _send(sock: socket.socket, message: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        sock.send(json.dumps(message).encode())
+
+
+def _serve(sock: socket.socket, modules: Sequence[str], runner: Runner, kubelet: int) -> None:  # pragma: no cover
+    """The server's loop (a forked child): fork a container per request, report its pid, then its wait status.
+    Requests are served between the imports too: a container forked early imports the rest itself."""
+    _die_with_parent(kubelet)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C in the kubelet's terminal is the kubelet's to handle
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # never the kubelet's stdin (a warm kubelet reads its flags there)
+    os.close(null)
+    sel = selectors.DefaultSelector()
+    sel.register(sock, selectors.EVENT_READ, None)
+    for name in modules:
+        with contextlib.suppress(Exception):  # a module that fails here fails again, visibly, in the container
+            importlib.import_module(name)
+        _handle(sel, sock, runner, timeout=0)
+    gc.freeze()  # what the containers inherit stays out of their collections
+    while True:
+        _handle(sel, sock, runner, timeout=None)
+
+
+def _handle(sel: selectors.BaseSelector, sock: socket.socket, runner: Runner, timeout: float | None) -> None:
+    for key, _ in sel.select(timeout):
+        if key.data is None:
+            try:
+                msg, fds, _, _ = socket.recv_fds(sock, 1 << 20, 2)
+            except OSError:
+                os._exit(0)
+            if not msg:
+                os._exit(0)  # the kubelet closed its end
+            request = json.loads(msg)
+            try:
+                if len(fds) != 2:
+                    raise OSError(f"expected the stdout and stderr pipes, got {len(fds)} descriptors")
+                pid = _spawn(request, fds, sock, runner)
+                pidfd = os.pidfd_open(pid)
+            except OSError as e:
+                _send(sock, {"id": request.get("id"), "error": str(e)})
+                continue
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            sel.register(pidfd, selectors.EVENT_READ, pid)
+            _send(sock, {"id": request["id"], "pid": pid})
+        else:
+            sel.unregister(key.fileobj)
+            os.close(key.fd)
+            _, status = os.waitpid(key.data, 0)
+            _send(sock, {"exit": key.data, "status": status})
+
+
+# --- the kubelet's side ---------------------------------------------------------------------------------------------
+
+
+class ForkServer:
+    """The kubelet's handle on its fork server."""
+
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid = pid
+        self.sock = sock
+        self.alive = True
+        self._ids = 0
+        self._replies: dict[int, asyncio.Future[tuple[int, asyncio.Future[int]]]] = {}
+        self._exits: dict[int, asyncio.Future[int]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def start(cls, modules: Sequence[str] = COMPONENT_MODULES, runner: Runner = run_pykubeadm) -> ForkServer | None:
+        """Fork the server (call it before this process has threads or secrets); None where fork is unavailable."""
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError:
+            return None
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        kubelet = os.getpid()
+        try:
+            pid = os.fork()
+        except OSError:
+            ours.close()
+            theirs.close()
+            return None
+        if pid == 0:  # pragma: no cover - the server; never returns
+            try:
+                ours.close()
+                _serve(theirs, modules, runner, kubelet)
+            finally:
+                os._exit(0)
+        theirs.close()
+        return cls(pid, ours)
+
+    def _attach(self) -> asyncio.AbstractEventLoop:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self.sock.setblocking(False)
+            loop.add_reader(self.sock.fileno(), self._readable)
+            self._loop = loop
+        return loop
+
+    def _readable(self) -> None:
+        try:
+            msg = self.sock.recv(1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            msg = b""
+        if not msg:
+            self._gone()
+            return
+        message = json.loads(msg)
+        if "exit" in message:
+            done = self._exits.pop(message["exit"], None)
+            if done is not None and not done.done():
+                done.set_result(message["status"])
+            return
+        reply = self._replies.pop(message["id"], None)
+        if reply is None or reply.done():
+            return
+        if "error" in message:
+            reply.set_exception(OSError(message["error"]))
+            return
+        assert self._loop is not None
+        exited: asyncio.Future[int] = self._loop.create_future()
+        self._exits[message["pid"]] = exited
+        reply.set_result((message["pid"], exited))
+
+    def _gone(self) -> None:
+        """The server died: its containers died with it (SIGKILL); later containers are exec'd."""
+        self.alive = False
+        if self._loop is not None:
+            self._loop.remove_reader(self.sock.fileno())
+        self.sock.close()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, os.WNOHANG)  # reap it if it has ended
+        for reply in self._replies.values():
+            if not reply.done():
+                reply.set_exception(OSError("the fork server is gone"))
+        for exited in self._exits.values():
+            if not exited.done():
+                exited.set_result(signal.SIGKILL)  # a wait status: killed by SIGKILL
+        self._replies.clear()
+        self._exits.clear()
+
+    async def spawn(
+        self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None, out_fd: int, err_fd: int
+    ) -> tuple[int, asyncio.Future[int]]:
+        """Fork a container running `argv` (python -m pykubeadm ...); its pid and a future of its wait status."""
+        if not self.alive:
+            raise OSError("the fork server is gone")
+        loop = self._attach()
+        self._ids += 1
+        reply: asyncio.Future[tuple[int, asyncio.Future[int]]] = loop.create_future()
+        self._replies[self._ids] = reply
+        request = {"id": self._ids, "argv": list(argv), "env": dict(env), "cwd": cwd}
+        try:
+            socket.send_fds(self.sock, [json.dumps(request).encode()], [out_fd, err_fd])
+        except OSError:
+            self._replies.pop(self._ids, None)
+            raise
+        return await reply
+
+    def close(self) -> None:
+        """Stop the server (and with it every container it forked)."""
+        if self.alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+            self._gone()
+
+
+_server: list[ForkServer] = []
+
+
+def start_fork_server(modules: Sequence[str] = COMPONENT_MODULES) -> ForkServer | None:
+    """This kubelet's fork server, started now (once)."""
+    if not _server:
+        server = ForkServer.start(modules)
+        if server is None:
+            return None
+        _server.append(server)
+    return _server[0]
+
+
+def fork_server() -> ForkServer | None:
+    """This kubelet's fork server, if it started one and it still runs."""
+    return _server[0] if _server and _server[0].alive else None
+
+
+class ForkedProcess:
+    """A container forked by the fork server: the `DirectProcess` interface (pid, wait, signal, kill_all)."""
+
+    def __init__(self, pid: int, exited: asyncio.Future[int]) -> None:
+        self.pid: int | None = pid
+        self.returncode: int | None = None
+        self._exited = exited
+
+    @classmethod
+    async def start(
+        cls, server: ForkServer, argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: str | None
+    ) -> ForkedProcess:
+        """Fork `argv` with its stdout and stderr written to `log_path` as CRI log lines by this process."""
+        from pykubeadm.kubelet.runtime import write_cri_log_from_fds
+
+        log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            pid, exited = await server.spawn(argv, env, cwd, out_w, err_w)
+        except BaseException:
+            os.close(out_r)
+            os.close(err_r)
+            raise
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        write_cri_log_from_fds(out_r, err_r, log_path)
+        return cls(pid, exited)
+
+    def running(self) -> bool:
+        return not self._exited.done()
+
+    async def wait(self) -> int:
+        status = await asyncio.shield(self._exited)
+        code = os.waitstatus_to_exitcode(status)
+        self.returncode = code if code >= 0 else 128 - code
+        return self.returncode
+
+    def signal(self, sig: int) -> None:
+        if self.running() and self.pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, sig)
+
+    def kill_all(self) -> None:
+        if self.pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)

@@ -1,0 +1,171 @@
+"""The kubelet's fork server with real processes: a forked container's session, stdio (CRI log lines), working
+directory, environment, /proc cmdline and environ, exit codes and signals, and that everything it forked dies with it
+and it dies with the kubelet."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from pykubeadm.kubelet.forkserver import ForkedProcess, ForkServer, forkable, set_proc_args
+
+pytestmark = pytest.mark.integration
+
+ARGV = [sys.executable, "-m", "pykubeadm", "component", "kube-scheduler", "--v=2"]
+
+
+def _container(args: list[str]) -> int:
+    """What the test server's containers run: report where they are, then exit or wait for a signal."""
+    print(json.dumps({"args": args, "argv": sys.argv[1:], "cwd": os.getcwd(), "foo": os.environ.get("FOO")}))
+    print("to stderr", file=sys.stderr)
+    sys.stdout.flush()
+    if "--exit" in args:
+        return int(args[args.index("--exit") + 1])
+    while True:
+        time.sleep(1)
+
+
+@pytest.fixture
+def server() -> Iterator[ForkServer]:
+    started = ForkServer.start(modules=(), runner=_container)
+    assert started is not None
+    yield started
+    started.close()
+
+
+def _cri_lines(log: Path) -> list[tuple[str, str]]:
+    return [(line.split(" ", 3)[1], line.split(" ", 3)[3]) for line in log.read_text().splitlines()]
+
+
+async def _until(what: str, check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")
+
+
+async def test_a_forked_container_runs_as_if_execd(server: ForkServer, tmp_path: Path) -> None:
+    log = tmp_path / "0.log"
+    env = {"FOO": "bar", "PATH": "/usr/bin:/bin"}
+    proc = await ForkedProcess.start(server, ARGV, env, log, str(tmp_path))
+    assert proc.pid is not None and proc.running()
+    await _until("the container's output", lambda: log.exists() and "to stderr" in log.read_text())
+    assert os.getsid(proc.pid) == proc.pid  # its own session, as every container
+    assert Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(server.pid)
+    lines = dict(_cri_lines(log))
+    assert lines["stderr"] == "to stderr"
+    report = json.loads(lines["stdout"])
+    assert report == {"args": ARGV[3:], "argv": ARGV[3:], "cwd": str(tmp_path), "foo": "bar"}
+    cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")[:-1]
+    environ = Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")[:-1]
+    if _can_set_proc_args():
+        assert [a.decode() for a in cmdline] == ARGV
+        assert sorted(e.decode() for e in environ) == ["FOO=bar", "PATH=/usr/bin:/bin"]
+    else:  # the server's own arguments (this test's interpreter)
+        assert cmdline[0].decode() == sys.executable
+    proc.signal(signal.SIGTERM)
+    assert await proc.wait() == 128 + signal.SIGTERM
+    assert proc.returncode == 128 + signal.SIGTERM and not proc.running()
+
+
+async def test_exit_codes_reach_the_kubelet(server: ForkServer, tmp_path: Path) -> None:
+    codes = []
+    for code in (0, 3):
+        proc = await ForkedProcess.start(server, [*ARGV, "--exit", str(code)], {}, tmp_path / f"{code}.log", None)
+        codes.append(await asyncio.wait_for(proc.wait(), 10))
+    assert codes == [0, 3]
+
+
+async def test_the_real_runner_runs_pykubeadm(tmp_path: Path) -> None:
+    real = ForkServer.start(modules=("pykubeadm.cli.main",))
+    assert real is not None
+    try:
+        log = tmp_path / "0.log"
+        argv = [sys.executable, "-m", "pykubeadm", "version", "-o", "short"]
+        proc = await ForkedProcess.start(real, argv, dict(os.environ), log, None)
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
+        await _until("the version line", lambda: "stdout" in log.read_text())
+        assert _cri_lines(log) == [("stdout", "v1.33.0")]
+    finally:
+        real.close()
+
+
+async def test_containers_die_with_the_server(server: ForkServer, tmp_path: Path) -> None:
+    proc = await ForkedProcess.start(server, ARGV, {}, tmp_path / "0.log", None)
+    assert proc.pid is not None
+    server.close()
+    assert await asyncio.wait_for(proc.wait(), 10) == 128 + signal.SIGKILL
+    await _until("the container to be gone", lambda: _gone(proc.pid or 0))
+    with pytest.raises(OSError):
+        await ForkedProcess.start(server, ARGV, {}, tmp_path / "1.log", None)
+
+
+_KUBELET = """
+import asyncio, sys, time
+from tests.integration.kubelet.test_forkserver import ARGV, _container
+from pykubeadm.kubelet.forkserver import ForkServer, ForkedProcess
+
+server = ForkServer.start(modules=(), runner=_container)
+
+async def main():
+    proc = await ForkedProcess.start(server, ARGV, {}, __import__("pathlib").Path(sys.argv[1]), None)
+    print(server.pid, proc.pid, flush=True)
+    await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+def test_the_server_and_its_containers_die_with_the_kubelet(tmp_path: Path) -> None:
+    kubelet = subprocess.Popen(
+        [sys.executable, "-c", _KUBELET, str(tmp_path / "0.log")],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parents[3],
+    )
+    try:
+        assert kubelet.stdout is not None
+        server_pid, container_pid = (int(p) for p in kubelet.stdout.readline().split())
+        assert not _gone(server_pid) and not _gone(container_pid)
+    finally:
+        kubelet.kill()
+        kubelet.wait()
+    asyncio.run(_until("the server and the container to be gone", lambda: _gone(server_pid) and _gone(container_pid)))
+
+
+def test_only_the_control_plane_components_are_forked() -> None:
+    entry = [sys.executable, "-m", "pykubeadm", "component"]
+    assert all(
+        forkable([*entry, name, "--v=2"]) for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+    )
+    assert not forkable([*entry, "kube-proxy"])
+    assert not forkable([*entry, "coredns"])
+    assert not forkable(["/usr/bin/python3.11", "-m", "pykubeadm", "component", "kube-apiserver"])
+    assert not forkable(["/usr/bin/etcd", "--data-dir=/var/lib/etcd"])
+
+
+def _can_set_proc_args() -> bool:
+    """Whether this kernel lets an unprivileged process set its /proc cmdline (asked in a throw-away child)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        os._exit(0 if set_proc_args(["x"], {}) else 1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
