@@ -250,14 +250,17 @@ def _serve(sock: socket.socket, modules: Sequence[str], runner: Runner, kubelet:
     for name in modules:
         with contextlib.suppress(Exception):  # a module that fails here fails again, visibly, in the container
             importlib.import_module(name)
-        _handle(sel, sock, runner, timeout=0)
+        while _handle(sel, sock, runner, timeout=0):  # every request waiting, before the next import
+            pass
     gc.freeze()  # what the containers inherit stays out of their collections
     while True:
         _handle(sel, sock, runner, timeout=None)
 
 
-def _handle(sel: selectors.BaseSelector, sock: socket.socket, runner: Runner, timeout: float | None) -> None:
-    for key, _ in sel.select(timeout):
+def _handle(sel: selectors.BaseSelector, sock: socket.socket, runner: Runner, timeout: float | None) -> bool:
+    """Serve what is ready (a request, an ended container); whether there was anything."""
+    events = sel.select(timeout)
+    for key, _ in events:
         if key.data is None:
             try:
                 msg, fds, _, _ = socket.recv_fds(sock, 1 << 20, 2)
@@ -284,6 +287,7 @@ def _handle(sel: selectors.BaseSelector, sock: socket.socket, runner: Runner, ti
             os.close(key.fd)
             _, status = os.waitpid(key.data, 0)
             _send(sock, {"exit": key.data, "status": status})
+    return bool(events)
 
 
 # --- the kubelet's side ---------------------------------------------------------------------------------------------
