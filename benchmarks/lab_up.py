@@ -76,25 +76,24 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _peak_rss_mb(pid: int) -> float | None:
+def _status_mb(pid: int, file: str, key: str) -> float | None:
+    """A kB figure of /proc/PID/FILE (`KEY: N kB`) in MiB, or None if the process is gone."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+        for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
+            if line.startswith(key):
                 return int(line.split()[1]) / 1024
     except OSError:
         return None
     return None
+
+
+def _peak_rss_mb(pid: int) -> float | None:
+    return _status_mb(pid, "status", "VmHWM:")
 
 
 def _pss_mb(pid: int) -> float | None:
     """Proportional set size: the process's private pages plus its share of the pages it shares (fork server)."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
+    return _status_mb(pid, "smaps_rollup", "Pss:")
 
 
 def _settle(lab_dir: Path, timeout: float = 60.0) -> None:
