@@ -28,12 +28,14 @@ import importlib
 import io
 import json
 import logging
+import math
 import os
 import random
 import selectors
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -293,12 +295,28 @@ def _handle(sel: selectors.BaseSelector, sock: socket.socket, runner: Runner, ti
 # --- the kubelet's side ---------------------------------------------------------------------------------------------
 
 
+def code_stamp(package: Path | None = None) -> int:
+    """The newest modification time of pykubeadm's Python files (of `package`): when it moves (an upgraded or edited
+    pykubeadm), a container forked from the server would run the code the server imported before: it is exec'd."""
+    package = package or Path(__file__).resolve().parents[1]
+    newest = 0
+    for directory, dirs, files in os.walk(package):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            if name.endswith(".py"):
+                with contextlib.suppress(OSError):
+                    newest = max(newest, os.stat(os.path.join(directory, name)).st_mtime_ns)
+    return newest
+
+
 class ForkServer:
     """The kubelet's handle on its fork server."""
 
-    def __init__(self, pid: int, sock: socket.socket) -> None:
+    def __init__(self, pid: int, sock: socket.socket, stamp: int = 0) -> None:
         self.pid = pid
         self.sock = sock
+        self.stamp = stamp  # code_stamp() when the server was forked
+        self._checked = (-math.inf, False)  # (when, whether the code was unchanged then)
         self.alive = True
         self._ids = 0
         self._replies: dict[int, asyncio.Future[tuple[int, asyncio.Future[int]]]] = {}
@@ -315,6 +333,7 @@ class ForkServer:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
+        stamp = code_stamp()
         kubelet = os.getpid()
         try:
             pid = os.fork()
@@ -329,7 +348,17 @@ class ForkServer:
             finally:
                 os._exit(0)
         theirs.close()
-        return cls(pid, ours)
+        return cls(pid, ours, stamp)
+
+    def current(self) -> bool:
+        """The server runs and pykubeadm's code has not changed since it was forked (looked at once a second at most:
+        a static Pod's containers start together)."""
+        if not self.alive:
+            return False
+        now = time.monotonic()
+        if now - self._checked[0] >= 1.0:
+            self._checked = (now, code_stamp() == self.stamp)
+        return self._checked[1]
 
     def _attach(self) -> asyncio.AbstractEventLoop:
         loop = asyncio.get_running_loop()

@@ -369,9 +369,9 @@ async def start_static_container(
     argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: str | None = None
 ) -> DirectProcess | ForkedProcess:
     """A static Pod container: forked by the kubelet's fork server when it runs a component the server has imported
-    (kubelet.forkserver), else a child started as `DirectProcess`."""
+    and pykubeadm's code has not changed since (kubelet.forkserver), else a child started as `DirectProcess`."""
     server = fork_server()
-    if server is not None and forkable(argv):
+    if server is not None and forkable(argv) and server.current():
         try:
             return await ForkedProcess.start(server, argv, env, log_path, cwd)
         except OSError:

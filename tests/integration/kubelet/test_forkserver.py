@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pykubeadm.kubelet.forkserver import ForkedProcess, ForkServer, forkable, set_proc_args
+from pykubeadm.kubelet.forkserver import ForkedProcess, ForkServer, code_stamp, forkable, set_proc_args
 
 pytestmark = pytest.mark.integration
 
@@ -169,3 +169,20 @@ def _can_set_proc_args() -> bool:
         os._exit(0 if set_proc_args(["x"], {}) else 1)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_changed_pykubeadm_is_execd_not_forked(server: ForkServer, tmp_path: Path) -> None:
+    # An upgraded (or edited) pykubeadm: the server holds the code it imported before, so it is not used.
+    package = tmp_path / "pykubeadm"
+    (package / "__pycache__").mkdir(parents=True)
+    (package / "a.py").write_text("")
+    (package / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"")
+    before = code_stamp(package)
+    os.utime(package / "__pycache__" / "a.cpython-311.pyc", ns=(before + 10**9, before + 10**9))
+    assert code_stamp(package) == before  # bytecode caches are not the code
+    os.utime(package / "a.py", ns=(before + 10**9, before + 10**9))
+    assert code_stamp(package) == before + 10**9
+    assert server.current()  # this tree has not changed since the server was forked
+    server.stamp -= 1
+    server._checked = (float("-inf"), True)
+    assert not server.current()
