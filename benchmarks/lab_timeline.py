@@ -1,0 +1,117 @@
+"""Where one `pykubeadm lab up --workers N` spends its time: the lab's output lines, the kubelets' logs and the
+control-plane components' CRI logs on one clock (seconds since the command started). Prints JSON: the wall time and the
+events in order, then takes the lab down.
+
+What it shows: when init starts printing, when each kubelet gets its flags, when the control plane's containers start
+and serve, when the control plane's Node registers (the kubelet retries 0.1 s, 0.2 s, 0.4 s... apart, so a late
+kube-apiserver costs a whole retry), init's phases, and each worker's CSR, certificate and registration.
+Run: .venv/bin/python benchmarks/lab_timeline.py [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+#: kubelet log lines worth a place on the timeline (their first occurrence, or every one for started containers).
+_KUBELET = {
+    "flags": r"flags:",
+    "CSR created": r"created certificate signing request",
+    "client certificate received": r"client certificate rotated",
+    "Node registered": r"Successfully registered node",
+    "container started": r"started container (\S+)",
+}
+#: The control plane's components and the line that says they serve.
+_SERVING = {
+    "kube-apiserver": r"Serving securely",
+    "kube-controller-manager": r"serving securely",
+    "kube-scheduler": r"serving securely",
+}
+
+
+def _pykubeadm(*args: str, **kw: Any) -> Any:
+    env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
+    return subprocess.Popen([sys.executable, "-m", "pykubeadm", *args], env=env, text=True, **kw)
+
+
+def _epoch(stamp: str) -> float:
+    """A kubelet log time (2026-11-29 01:26:39,950, local) or a CRI log time (2026-11-29T01:26:40.709094Z, UTC)."""
+    if stamp.endswith("Z"):
+        return dt.datetime.fromisoformat(stamp[:-1]).replace(tzinfo=dt.UTC).timestamp()
+    return dt.datetime.fromisoformat(stamp.replace(",", ".")).timestamp()
+
+
+def _kubelet_events(node: Path) -> list[tuple[float, str]]:
+    log = node / "var/log/pykubeadm/kubelet.log"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    out = []
+    for name, pattern in _KUBELET.items():
+        for m in re.finditer(r"^[IWE](\S+ \S+) \d+ \S+\] .*?" + pattern, text, re.M):
+            what = f"{name} {m.group(2)}" if m.lastindex and m.lastindex > 1 else name
+            out.append((_epoch(m.group(1)), f"{node.name} kubelet: {what}"))
+            if name != "container started":
+                break
+    return out
+
+
+def _serving_events(node: Path) -> list[tuple[float, str]]:
+    out = []
+    for component, pattern in _SERVING.items():
+        for log in (node / "var/log/pods").glob(f"kube-system_{component}-*/{component}/*.log"):
+            m = re.search(r"^(\S+) std\w+ [FP] .*?" + pattern, log.read_text(errors="replace"), re.M)
+            if m:
+                out.append((_epoch(m.group(1)), f"{node.name} {component}: serving"))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="lab-timeline") as tmp:
+        lab = Path(tmp) / "lab"
+        t0 = time.time()
+        events: list[tuple[float, str]] = []
+        proc = _pykubeadm(
+            "lab",
+            "up",
+            "--workers",
+            str(args.workers),
+            "--dir",
+            str(lab),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if line.strip().startswith("["):
+                    events.append((time.time(), "lab: " + line.strip()))
+            code = proc.wait()
+            up = time.time() - t0
+            nodes = [p for p in sorted(lab.iterdir()) if (p / "var/log/pykubeadm").is_dir()]
+            for node in nodes:
+                events += _kubelet_events(node) + _serving_events(node)
+        finally:
+            _pykubeadm("lab", "down", "--dir", str(lab), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).wait()
+    report = {
+        "benchmark": "lab_timeline",
+        "workers": args.workers,
+        "exit_code": code,
+        "lab_up_s": round(up, 3),
+        "events": [{"t": round(t - t0, 3), "event": e} for t, e in sorted(events)],
+    }
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
