@@ -111,10 +111,18 @@ def cli(ctx: click.Context, root_dir: Path, verbosity: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI and turn errors into kubeadm's exit codes (1 default, 2 preflight, 3 validation)."""
+    sys.exit(run(argv))
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI in this process (as `main`, for a forked child that ends with os._exit); its exit code."""
     gctuning.for_startup()
-    code = _run(argv)
+    try:
+        code = _run(argv)
+    except SystemExit as e:  # a command's own sys.exit()
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     gctuning.before_exit()  # shutdown would spend 50-80 ms collecting objects that live until exit
-    sys.exit(code)
+    return code
 
 
 def _run(argv: list[str] | None) -> int:

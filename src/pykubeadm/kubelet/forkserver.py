@@ -40,7 +40,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["COMPONENT_MODULES", "ForkServer", "ForkedProcess", "fork_server", "start_fork_server"]
+from pykubeadm.kubelet.runtime import signal_group, write_cri_log_from_fds
+
+__all__ = [
+    "COMPONENT_MODULES",
+    "ForkServer",
+    "ForkedProcess",
+    "fork_server",
+    "kill_with_parent",
+    "start_fork_server",
+]
 
 #: What the server imports, kube-apiserver's first (the others wait for it): the static Pod components' commands and
 #: what they import when they run.
@@ -66,13 +75,9 @@ Runner = Callable[[list[str]], int]
 
 def run_pykubeadm(args: list[str]) -> int:
     """Run `pykubeadm ARGS...` in this process, as `python -m pykubeadm ARGS...` would; its exit code."""
-    from pykubeadm.cli.main import main
+    from pykubeadm.cli.main import run
 
-    try:
-        main(args)
-    except SystemExit as e:
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return 0
+    return run(args)
 
 
 def forkable(argv: Sequence[str]) -> bool:
@@ -89,9 +94,14 @@ def _prctl(option: int, arg2: int, arg3: int = 0, arg4: int = 0) -> int:
     return int(libc.prctl(option, arg2, arg3, arg4, 0))
 
 
+def kill_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies, even if the parent is killed with SIGKILL."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def _die_with_parent(parent: int) -> None:
     """SIGKILL when the parent (`parent`, the pid before the fork) ends; at once if it already has."""
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    kill_with_parent()
     if os.getppid() != parent:
         os._exit(1)
 
@@ -471,8 +481,6 @@ class ForkedProcess:
         cls, server: ForkServer, argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: str | None
     ) -> ForkedProcess:
         """Fork `argv` with its stdout and stderr written to `log_path` as CRI log lines by this process."""
-        from pykubeadm.kubelet.runtime import write_cri_log_from_fds
-
         log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -499,10 +507,8 @@ class ForkedProcess:
 
     def signal(self, sig: int) -> None:
         if self.running() and self.pid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, sig)
+            signal_group(self.pid, sig)
 
     def kill_all(self) -> None:
         if self.pid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, signal.SIGKILL)
+            signal_group(self.pid, signal.SIGKILL)

@@ -17,7 +17,7 @@ import re
 import shutil
 import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -220,20 +220,24 @@ async def start_process(
             preexec_fn=preexec,
         )
     if cri:
-        task = asyncio.ensure_future(_write_cri_log(proc, log_path))
-        _LOG_WRITERS.add(task)
-        task.add_done_callback(_LOG_WRITERS.discard)
+        assert proc.stdout is not None and proc.stderr is not None  # both PIPE
+        _keep_writing(_write_cri_log(proc.stdout, proc.stderr, log_path))
     return proc
 
 
 _LOG_WRITERS: set[asyncio.Task[None]] = set()
 
 
-def write_cri_log_from_fds(out_fd: int, err_fd: int, log_path: Path) -> None:
-    """Copy what a process writes to two pipes (their read ends, owned from now on) into `log_path` as CRI lines."""
-    task = asyncio.ensure_future(_write_cri_log_fds(out_fd, err_fd, log_path))
+def _keep_writing(writer: Coroutine[Any, Any, None]) -> None:
+    """Run a log writer until its pipes close, holding a reference to its task meanwhile."""
+    task = asyncio.ensure_future(writer)
     _LOG_WRITERS.add(task)
     task.add_done_callback(_LOG_WRITERS.discard)
+
+
+def write_cri_log_from_fds(out_fd: int, err_fd: int, log_path: Path) -> None:
+    """Copy what a process writes to two pipes (their read ends, owned from now on) into `log_path` as CRI lines."""
+    _keep_writing(_write_cri_log_fds(out_fd, err_fd, log_path))
 
 
 async def _write_cri_log_fds(out_fd: int, err_fd: int, log_path: Path) -> None:
@@ -247,18 +251,14 @@ async def _write_cri_log_fds(out_fd: int, err_fd: int, log_path: Path) -> None:
             transport, _ = await loop.connect_read_pipe(lambda r=reader: asyncio.StreamReaderProtocol(r), pipe)  # type: ignore[misc]
             readers.append(reader)
             transports.append(transport)
-        await _write_cri_log_streams(readers[0], readers[1], log_path)
+        await _write_cri_log(readers[0], readers[1], log_path)
     finally:
         for t in transports:
             t.close()
 
 
-async def _write_cri_log(proc: Any, log_path: Path) -> None:
-    """Copy the process's stdout and stderr into `log_path` as CRI lines until both pipes close."""
-    await _write_cri_log_streams(proc.stdout, proc.stderr, log_path)
-
-
-async def _write_cri_log_streams(stdout: asyncio.StreamReader, stderr: asyncio.StreamReader, log_path: Path) -> None:
+async def _write_cri_log(stdout: asyncio.StreamReader, stderr: asyncio.StreamReader, log_path: Path) -> None:
+    """Copy a process's stdout and stderr into `log_path` as CRI lines until both pipes close."""
     from pykubeadm.kubelet.crilog import CriLogWriter
 
     writer = CriLogWriter()
@@ -281,7 +281,8 @@ async def _write_cri_log_streams(stdout: asyncio.StreamReader, stderr: asyncio.S
         os.close(fd)
 
 
-def _signal_group(pid: int, sig: int) -> None:
+def signal_group(pid: int, sig: int) -> None:
+    """Send `sig` to the process group `pid` (a container's session), if it is still there."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
 
@@ -289,17 +290,17 @@ def _signal_group(pid: int, sig: int) -> None:
 async def stop_process(proc: Any, grace: float) -> int | None:
     """SIGTERM the process group, wait up to `grace` seconds, then SIGKILL it; returns the exit code."""
     if proc.returncode is None:
-        _signal_group(proc.pid, signal.SIGTERM)
+        signal_group(proc.pid, signal.SIGTERM)
         try:
             await asyncio.wait_for(proc.wait(), grace)
         except TimeoutError:
-            _signal_group(proc.pid, signal.SIGKILL)
+            signal_group(proc.pid, signal.SIGKILL)
             await proc.wait()
     # the leader is gone; make sure nothing else of its group survives
-    _signal_group(proc.pid, signal.SIGKILL)
+    signal_group(proc.pid, signal.SIGKILL)
     return proc.returncode
 
 
 def kill_group_now(pid: int) -> None:
     """SIGKILL a process group (used at kubelet exit when there is no loop left to wait in)."""
-    _signal_group(pid, signal.SIGKILL)
+    signal_group(pid, signal.SIGKILL)

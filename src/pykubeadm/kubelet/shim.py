@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import fcntl
 import json
 import os
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pykubeadm.kubelet import runtime
-from pykubeadm.kubelet.forkserver import ForkedProcess, fork_server, forkable
+from pykubeadm.kubelet.forkserver import ForkedProcess, fork_server, forkable, kill_with_parent
 from pykubeadm.util.procstat import stat_fields
 
 __all__ = ["DirectProcess", "FifoWriter", "ShimProcess", "proc_start_time", "start_static_container"]
@@ -320,9 +319,9 @@ class FifoWriter:
 
 
 def _pdeathsig() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Ask Linux to SIGKILL the child when the kubelet dies, even if the kubelet is killed with SIGKILL."""
+    """The child dies with the kubelet (PR_SET_PDEATHSIG), even if the kubelet is killed with SIGKILL."""
     with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        kill_with_parent()
 
 
 class DirectProcess:

@@ -161,13 +161,9 @@ def _run_child(  # pragma: no cover - runs in the forked child
         os.environ.pop(c.ROOT_DIR_ENV, None)
         release_prewarmed_kubelets(keep=root_of(argv))  # the other nodes' warm kubelets belong to their own joins
         logging.root.handlers.clear()  # the command sets up its own logging (its -v), as a new process would
-        from pykubeadm.cli.main import main
+        from pykubeadm.cli.main import run
 
-        try:
-            main(argv)
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        code = run(argv)
     except BaseException:
         with contextlib.suppress(Exception):
             traceback.print_exc()
