@@ -60,6 +60,8 @@ def _processes(lab_dir: Path) -> dict[int, str]:
 def _role(args: list[str]) -> str:
     root = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--root-dir"), "")
     node = Path(root).name if root else ""
+    if "--zygote" in args:  # the lab's kubelet zygote (kubelet.zygote): it forks the nodes' warm kubelets
+        return "kubelet zygote"
     if "component" in args:
         name = args[args.index("component") + 1]
         return f"{name}@{node}" if node else name

@@ -145,10 +145,20 @@ _ARGS_META = "pykubeadm.kubelet.args"
     hidden=True,
     help="Fork the built-in control-plane components' containers from a server that has imported them.",
 )
+@click.option(
+    "--zygote",
+    "zygote_socket",
+    hidden=True,
+    help="Be a lab's kubelet zygote (kubelet/zygote.py): this socket, passed as stdin, asks for warm kubelets.",
+)
 @click.option("-v", "--v", "verbosity", type=int, default=None, help="Log level verbosity.")
 @click.pass_context
 def command(ctx: click.Context, **opts: Any) -> None:
     """Run the built-in kubelet: TLS bootstrap, certificate rotation, node status, static Pods as processes."""
+    if opts.pop("zygote_socket"):
+        from pykubeadm.kubelet.zygote import serve
+
+        serve()
     fork = opts.pop("fork_server")
     if opts.pop("flags_from_stdin"):
         args = _await_start(fork)

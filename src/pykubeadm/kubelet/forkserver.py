@@ -46,8 +46,12 @@ __all__ = [
     "COMPONENT_MODULES",
     "ForkServer",
     "ForkedProcess",
+    "code_stamp",
     "fork_server",
+    "fresh_interpreter_state",
     "kill_with_parent",
+    "run_pykubeadm",
+    "set_proc_args",
     "start_fork_server",
 ]
 
@@ -175,7 +179,7 @@ def set_proc_args(argv: Sequence[str], env: Mapping[str, str]) -> bool:
     return True
 
 
-def _fresh_interpreter_state() -> None:
+def fresh_interpreter_state() -> None:
     """What a new interpreter starts with and the server's parent may have changed: standard streams on fds 0-2
     (a new interpreter's buffering), no logging handler, no exit handler."""
     streams = {
@@ -202,7 +206,7 @@ def _become_container(request: dict[str, Any], out_fd: int, err_fd: int, runner:
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
     os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-    _fresh_interpreter_state()
+    fresh_interpreter_state()
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -68,6 +68,7 @@ __all__ = [
     "pykubeadm_command",
     "update_load_balancer",
     "wait_ready",
+    "zygote_socket",
 ]
 
 Out = Callable[[str], None]
@@ -184,14 +185,22 @@ def _wait_joins(procs: Joins, out: Out) -> None:
     _reap_joins(dict(procs), [], out, block=True)
 
 
-def _prepare_joins(roots: list[Path]) -> None:
-    """Before the joins (while init works, or at once for `lab join`): start each node's kubelet interpreter and
-    import what `join` runs, so that the forked joins begin with both (see lab.forkcli). Nothing when the lab process
-    cannot fork: then every join is a new interpreter that warms its own kubelet."""
+def zygote_socket(lab_dir: Path) -> Path:
+    """The lab's kubelet zygote (kubelet.zygote): it forks each node's warm kubelet."""
+    from pykubeadm.kubelet.zygote import SOCKET_NAME
+
+    return state_dir(lab_dir) / SOCKET_NAME
+
+
+def _prepare_joins(lab_dir: Path, roots: list[Path]) -> None:
+    """Before the joins (while init works, or at once for `lab join`): have each node's kubelet warm (forked by the
+    lab's zygote, or a new interpreter) and import what `join` runs, so that the forked joins begin with both (see
+    lab.forkcli). Nothing when the lab process cannot fork: then every join is a new interpreter that warms its own
+    kubelet."""
     if not forkcli.can_fork():
         return
     for root in roots:
-        prewarm_kubelet(Layout(root=root))
+        prewarm_kubelet(Layout(root=root), zygote=zygote_socket(lab_dir))
     forkcli.preload_join()
 
 
@@ -340,13 +349,19 @@ def lab_up(
     args = ["init", "--config", str(cp.config_file)] + (["--upload-certs"] if ha else [])
     # Workers can join once init has made the bootstrap token and the cluster-info ConfigMap (its bootstrap-token
     # phase): they start then, while init applies the addons.
+    if forkcli.can_fork():  # the kubelets' zygote, for this lab's life: the first node's warm kubelet comes from it
+        from pykubeadm.kubelet import zygote
+
+        zygote.start(zygote_socket(lab_dir))
+        if lb is None:
+            prewarm_kubelet(Layout(root=cp.root), control_plane=True, zygote=zygote_socket(lab_dir))
     init = forkcli.start(cp.root, args, notify_after=_JOINABLE_AFTER_PHASE)
     planned = list(nodes)
     joining = []
     for _ in range(workers):  # the names and addresses the workers will have, registered once init got that far
         joining.append(new_node(lab_dir, planned, control_plane=False))
         planned.append(joining[-1])
-    _prepare_joins([n.root for n in joining])  # while init works
+    _prepare_joins(lab_dir, [n.root for n in joining])  # while init works
 
     def init_failed() -> KubeadmError:
         return KubeadmError(f"lab: 'pykubeadm {' '.join(args)}' on {cp.name} failed (exit {init.wait()})")
@@ -485,7 +500,7 @@ def lab_join(lab_dir: Path, out: Out = print, control_plane: bool = False, name:
         save_registry(lab_dir, nodes)
     first = next(n for n in nodes if n.control_plane)
     if not control_plane:
-        _prepare_joins([node.root])  # first: the new kubelet's interpreter imports while this process works
+        _prepare_joins(lab_dir, [node.root])  # first: the new kubelet is warm while this process works
     write_image_map(node, _image_map_of(first))
     token, ca_hash = _token(lab_dir), _ca_hash(lab_dir)
     if control_plane:
@@ -540,6 +555,9 @@ def lab_down(lab_dir: Path, out: Out = print) -> None:
         if left:
             stop_processes(left, grace=5.0)
             out(f"[lab] {name}: stopped {len(left)} process(es) still running after the resets: {left}")
+    from pykubeadm.kubelet import zygote
+
+    zygote.stop(zygote_socket(lab_dir))
     lb = load_balancer(lab_dir)
     if lb is not None and lb.stop():
         out("[lab] stopped the load balancer")

@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from pykubeadm import constants as c
 from pykubeadm.layout import Layout
@@ -50,7 +51,8 @@ __all__ = [
 FLAGS_FROM_STDIN = "--flags-from-stdin"
 FORK_SERVER = "--fork-server"
 
-_prewarmed: dict[str, subprocess.Popen[bytes]] = {}
+#: node root → its warm kubelet (a _WarmProcess, or a kubelet.zygote.WarmKubelet)
+_prewarmed: dict[str, Any] = {}
 
 
 def uses_systemd(layout: Layout) -> bool:
@@ -102,16 +104,59 @@ def kubelet_will_start(dry_run: bool, skip_phases: Iterable[str]) -> bool:
     return not dry_run and "kubelet-start" not in skip_phases
 
 
-def prewarm_kubelet(layout: Layout, control_plane: bool = False) -> None:
+class _WarmProcess:
+    """A warm kubelet started as a new interpreter, its flags to come on a pipe (the zygote's are kubelet.zygote's
+    WarmKubelet: the same four members)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], layout: Layout) -> None:
+        self.proc = proc
+        self.layout = layout
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def start(self, line: bytes) -> int:
+        """Hand it its flags (one JSON line); its pid. OSError if it died (killed, or failed to import)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line)
+        self.proc.stdin.close()
+        return self.proc.pid
+
+    def release(self) -> None:
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+
+    def discard(self) -> None:
+        # By pid, after checking it is still this node's kubelet: in a join the lab forked (lab.forkcli) it is not our
+        # child, and Popen.kill() would take "not my child" for "already ended" and send nothing.
+        if _is_our_kubelet(self.proc.pid, self.layout):
+            with contextlib.suppress(OSError):
+                os.kill(self.proc.pid, signal.SIGKILL)
+        self.release()
+        self.proc.wait()
+
+
+def prewarm_kubelet(layout: Layout, control_plane: bool = False, zygote: Path | None = None) -> None:
     """Built-in mode: start this node's kubelet interpreter now; `start_kubelet` hands it its flags later. A control
-    plane's kubelet also forks its fork server while it waits (kubelet.forkserver: its static Pods' components)."""
+    plane's kubelet also forks its fork server while it waits (kubelet.forkserver: its static Pods' components). With
+    `zygote` (a lab's kubelet zygote socket, kubelet.zygote), it is forked from the zygote, warm at once; without a
+    zygote to ask, it is a new interpreter."""
     key = str(layout.root)
     if key in _prewarmed or uses_systemd(layout):
         return
     if not _prewarmed:
         atexit.register(discard_prewarmed_kubelets)
+    if zygote is not None:
+        from pykubeadm.kubelet.zygote import WarmKubelet
+
+        forked = WarmKubelet.request(zygote, key, control_plane)
+        if forked is not None:
+            _prewarmed[key] = forked
+            return
     with contextlib.suppress(OSError):  # only a speed-up: start_kubelet starts a cold kubelet without it
-        _prewarmed[key] = subprocess.Popen(
+        proc = subprocess.Popen(
             [*_component_prefix(layout), FLAGS_FROM_STDIN, *([FORK_SERVER] if control_plane else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
@@ -119,46 +164,35 @@ def prewarm_kubelet(layout: Layout, control_plane: bool = False) -> None:
             start_new_session=True,
             env=_child_env(layout),
         )
+        _prewarmed[key] = _WarmProcess(proc, layout)
 
 
 def discard_prewarmed_kubelets() -> None:
     """Stop the warm kubelets that were never started (the command failed or skipped kubelet-start)."""
     while _prewarmed:
-        root, proc = _prewarmed.popitem()
-        # By pid, after checking it is still this node's kubelet: in a join the lab forked (lab.forkcli) it is not our
-        # child, and Popen.kill() would take "not my child" for "already ended" and send nothing.
-        if _is_our_kubelet(proc.pid, Layout(root=Path(root))):
-            with contextlib.suppress(OSError):
-                os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        _, warm = _prewarmed.popitem()
+        warm.discard()
 
 
 def release_prewarmed_kubelets(keep: str | None = None) -> None:
     """Give up this process's claim on the warm kubelets (all but the one of root dir `keep`) without stopping them:
     the lab hands each to the join it forks for that node, which starts it or, failing, stops it."""
     for key in [k for k in _prewarmed if k != keep]:
-        proc = _prewarmed.pop(key)
-        if proc.stdin is not None:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
+        _prewarmed.pop(key).release()
 
 
-def _start_prewarmed(layout: Layout) -> subprocess.Popen[bytes] | None:
-    """Hand the warm kubelet (if one is waiting) its flags and log file; None if there is none or it is gone."""
-    proc = _prewarmed.pop(str(layout.root), None)
-    if proc is None:
+def _start_prewarmed(layout: Layout) -> int | None:
+    """Hand the warm kubelet (if one is waiting) its flags and log file: its pid; None if there is none or it is
+    gone."""
+    warm = _prewarmed.pop(str(layout.root), None)
+    if warm is None:
         return None
-    assert proc.stdin is not None
     start = {"args": kubelet_args(layout), "log": str(layout.kubelet_log_file)}
     try:
-        proc.stdin.write(json.dumps(start).encode() + b"\n")
-        proc.stdin.close()
+        return warm.start(json.dumps(start).encode() + b"\n")
     except OSError:  # it died (killed, or failed to import): start a cold one
-        with contextlib.suppress(OSError):
-            proc.kill()
-        proc.wait()
+        warm.discard()
         return None
-    return proc
 
 
 def _is_our_kubelet(pid: int, layout: Layout) -> bool:
@@ -191,20 +225,20 @@ def start_kubelet(layout: Layout) -> str:
     # Opened here on both paths: a log file that cannot be written fails the command now, not the kubelet later.
     log = open(layout.kubelet_log_file, "ab")  # noqa: SIM115 - handed to the child
     try:
-        proc = _start_prewarmed(layout)
-        if proc is None:
-            proc = subprocess.Popen(
+        pid = _start_prewarmed(layout)
+        if pid is None:
+            pid = subprocess.Popen(
                 kubelet_command(layout),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 env=_child_env(layout),
-            )
+            ).pid
     finally:
         log.close()
-    layout.kubelet_pid_file.write_text(f"{proc.pid}\n")
-    return f"pid {proc.pid}"
+    layout.kubelet_pid_file.write_text(f"{pid}\n")
+    return f"pid {pid}"
 
 
 def stop_kubelet(layout: Layout, timeout: float = 15.0) -> bool:

@@ -94,7 +94,7 @@ def test_a_warm_kubelet_that_is_not_started_is_discarded(layout: Layout) -> None
 
 def test_a_warm_kubelet_ends_by_itself_when_its_command_dies(layout: Layout) -> None:
     kubeletservice.prewarm_kubelet(layout)
-    warm = kubeletservice._prewarmed.pop(str(layout.root))
+    warm = kubeletservice._prewarmed.pop(str(layout.root)).proc
     assert warm.stdin is not None
     wait_until(lambda: _waiting_on_stdin(warm.pid), 30, "the warm kubelet to wait for its flags")
     # what the kernel does when the command that started it is killed: its end of the pipe is closed

@@ -27,7 +27,7 @@ if sys.argv[3] == "thread":
     threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
 for root in (a, b):
     ks.prewarm_kubelet(Layout(root=root))
-warm = {str(root): ks._prewarmed[str(root)] for root in (a, b)}
+warm = {str(root): ks._prewarmed[str(root)].proc for root in (a, b)}
 child = forkcli.start(a, ["join", "--config", str(a / "missing.yaml")], a / "join.log")
 code = child.wait()
 deadline = time.monotonic() + 20

@@ -1,0 +1,285 @@
+"""The kubelet zygote: a lab's warm kubelets, forked from one interpreter that has imported the kubelet.
+
+A warm kubelet (phases/kubeletservice.prewarm_kubelet) is a new interpreter that imports the kubelet's modules (~0.3 s
+of CPU) and then waits for its flags on stdin. `lab up` needs one per node at once, at the moment the machine is
+busiest, and every `lab join` needs one more on its critical path. The zygote imports those modules once, for the life
+of the lab, and forks a warm kubelet for a node root on request: ready at once, its libraries' pages shared.
+
+The lab makes the zygote's listening socket (`kubelet-zygote.sock` in its state dir, mode 0600: whoever may connect
+may start a kubelet) and hands it to the zygote as its stdin (`start`). A client (`WarmKubelet.request`) connects and
+sends one JSON line, {"root": ROOT, "fork_server": BOOL}. The zygote forks twice, so the warm kubelet is nobody's
+child (it is reparented as an exec'd warm kubelet is once the command that started it ends), and the warm kubelet:
+
+- takes its own session: its process group is what `reset` and `stop_kubelet` signal;
+- has the connection as its stdin: it writes its pid there as one line, then reads its flags from it as a warm kubelet
+  started with a pipe does (EOF: the command ended without starting it, and it exits having written nothing);
+- shows `/proc/PID/cmdline` and `/proc/PID/environ` of `python -m pykubeadm --root-dir ROOT component kubelet
+  --flags-from-stdin [--fork-server]`, with PYKUBEADM_ROOT_DIR=ROOT (kubelet.forkserver.set_proc_args), so `reset`
+  finds it by its node root either way;
+- execs that command line instead of running on if pykubeadm's code has changed since the zygote started (an upgrade
+  or an edit: the zygote holds the code it imported), keeping its pid.
+
+Nothing here holds a flag or a credential: the zygote forks before any is read, as the fork server does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from pykubeadm import constants as c
+
+# The zygote's own side imports kubelet.forkserver (its fork and /proc helpers) when it runs: the lab process, which
+# only starts the zygote and asks it for warm kubelets, does not need them.
+
+__all__ = ["SOCKET_NAME", "ZYGOTE_FLAG", "WarmKubelet", "listen", "serve", "start", "stop", "warm_kubelet_argv"]
+
+#: The socket's file name in the lab's state dir; the zygote's pid is in the same name with `.pid`.
+SOCKET_NAME = "kubelet-zygote.sock"
+#: `pykubeadm component kubelet --zygote SOCKET`: the zygote's command line (the socket itself is its stdin).
+ZYGOTE_FLAG = "--zygote"
+#: How long a client waits for the warm kubelet's pid (the zygote may still be importing).
+_PID_TIMEOUT = 60.0
+#: How long the zygote waits for a request line once a client has connected.
+_REQUEST_TIMEOUT = 5.0
+
+#: What a warm kubelet imports before it waits (kubelet.cli._await_start), and so what the zygote imports.
+_MODULES = ("pykubeadm.cli.main", "pykubeadm.kubelet.cli", "pykubeadm.kubelet.config", "pykubeadm.kubelet.kubelet")
+
+
+def warm_kubelet_argv(root: str, fork_server: bool) -> list[str]:
+    """The command line of a warm kubelet for `root` (phases/kubeletservice.prewarm_kubelet starts the same)."""
+    from pykubeadm.phases.kubeletservice import FLAGS_FROM_STDIN, FORK_SERVER
+
+    args = [FLAGS_FROM_STDIN, *([FORK_SERVER] if fork_server else [])]
+    return [sys.executable, "-m", "pykubeadm", "--root-dir", root, "component", "kubelet", *args]
+
+
+# --- the lab's side: the zygote process ----------------------------------------------------------------------------
+
+
+def listen(path: Path) -> socket.socket | None:
+    """The zygote's listening socket at `path`, mode 0600; None where it cannot be made (a path too long for a Unix
+    socket, no AF_UNIX): the lab then starts its warm kubelets as new interpreters."""
+    try:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    except OSError:
+        return None
+    path.unlink(missing_ok=True)
+    old = os.umask(0o177)  # created 0600, never connectable by another user, not even for a moment
+    try:
+        sock.bind(str(path))
+        sock.listen(64)
+    except OSError:
+        sock.close()
+        return None
+    finally:
+        os.umask(old)
+    return sock
+
+
+def start(path: Path) -> int | None:
+    """Start the zygote listening at `path` (its pid also in `path`.pid); None if it could not be started. Clients may
+    connect at once: their requests wait in the backlog while it imports."""
+    sock = listen(path)
+    if sock is None:
+        return None
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pykubeadm", "component", "kubelet", ZYGOTE_FLAG, str(path)],
+            stdin=sock.fileno(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        path.unlink(missing_ok=True)
+        return None
+    finally:
+        sock.close()
+    _pid_file(path).write_text(f"{proc.pid}\n")
+    return proc.pid
+
+
+def stop(path: Path) -> bool:
+    """Stop the zygote of `path` (by its pid file, after checking the process is that zygote); True if one ran. Its
+    warm kubelets are on their own and stay."""
+    pid_file = _pid_file(path)
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        pid = 0
+    found = pid > 0 and _is_zygote(pid, path)
+    if found:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)  # it holds nothing but imported modules
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    pid_file.unlink(missing_ok=True)
+    path.unlink(missing_ok=True)
+    return found
+
+
+def _pid_file(path: Path) -> Path:
+    return path.with_name(path.name + ".pid")
+
+
+def _is_zygote(pid: int, path: Path) -> bool:
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return False
+    return ZYGOTE_FLAG in args and str(path) in args
+
+
+# --- the client's side: one warm kubelet -----------------------------------------------------------------------------
+
+
+class WarmKubelet:
+    """A warm kubelet forked by the zygote: `pid`, `start(line)` (its flags), `release()` and `discard()`."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._pid: int | None = None
+
+    @classmethod
+    def request(cls, path: Path, root: str, fork_server: bool) -> WarmKubelet | None:
+        """Ask the zygote at `path` for a warm kubelet for `root`; None if there is no zygote to ask."""
+        if not path.exists():
+            return None
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(path))
+            sock.sendall(json.dumps({"root": root, "fork_server": fork_server}).encode() + b"\n")
+        except OSError:
+            sock.close()
+            return None
+        return cls(sock)
+
+    @property
+    def pid(self) -> int:
+        """The warm kubelet's pid (waiting for the zygote to fork it if need be); OSError if it never came."""
+        if self._pid is None:
+            self.sock.settimeout(_PID_TIMEOUT)
+            line = b""
+            while not line.endswith(b"\n"):
+                chunk = self.sock.recv(32 - len(line))  # the pid line is all it writes before it reads its flags
+                if not chunk:
+                    raise OSError("the kubelet zygote is gone")
+                line += chunk
+            self.sock.settimeout(None)
+            self._pid = int(line)
+        return self._pid
+
+    def start(self, line: bytes) -> int:
+        """Hand it its flags (one JSON line); its pid. OSError if it is gone."""
+        pid = self.pid
+        self.sock.sendall(line)
+        self.sock.close()
+        return pid
+
+    def release(self) -> None:
+        """Close this process's end without starting it: it ends once no process holds the connection open."""
+        self.sock.close()
+
+    def discard(self) -> None:
+        """Stop it without starting it: EOF on its stdin (it has written nothing)."""
+        self.sock.close()
+
+
+# --- the zygote (`pykubeadm component kubelet --zygote SOCKET`) ----------------------------------------------------
+
+
+def serve() -> NoReturn:  # pragma: no cover - runs in the zygote process (tests start one)
+    """The zygote's loop, on the listening socket that is its stdin: import the kubelet, then fork a warm kubelet per
+    request."""
+    from pykubeadm.kubelet.forkserver import code_stamp
+
+    stamp = code_stamp()
+    listener = socket.socket(fileno=os.dup(0))
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import importlib
+
+    for name in _MODULES:
+        importlib.import_module(name)
+    gc.freeze()  # what the warm kubelets inherit stays out of their collections
+    while True:
+        conn, _ = listener.accept()
+        try:
+            request = _read_request(conn)
+            child = os.fork()
+        except (OSError, ValueError):
+            conn.close()
+            continue
+        if child == 0:
+            try:
+                listener.close()
+                if os.fork() == 0:
+                    _become_warm_kubelet(conn, request, stamp)
+            finally:
+                os._exit(0)
+        conn.close()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(child, 0)
+
+
+def _read_request(conn: socket.socket) -> dict[str, Any]:
+    conn.settimeout(_REQUEST_TIMEOUT)
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = conn.recv(1)  # byte by byte: what follows the line (the flags) is the warm kubelet's to read
+        if not chunk:
+            raise ValueError("no request")
+        line += chunk
+    conn.settimeout(None)
+    request = json.loads(line)
+    if not isinstance(request, dict) or not isinstance(request.get("root"), str) or not request["root"]:
+        raise ValueError("a request names a node root")
+    return request
+
+
+def _become_warm_kubelet(conn: socket.socket, request: dict[str, Any], stamp: int) -> NoReturn:  # pragma: no cover
+    """In the grandchild: take a session, the connection as stdin, the warm kubelet's command line; run it."""
+    from pykubeadm.kubelet.forkserver import code_stamp, fresh_interpreter_state, run_pykubeadm, set_proc_args
+
+    code = 1
+    try:
+        os.setsid()
+        os.dup2(conn.fileno(), 0)
+        conn.close()
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        root = str(request["root"])
+        argv = warm_kubelet_argv(root, bool(request.get("fork_server")))
+        env = {**os.environ, c.ROOT_DIR_ENV: root}
+        set_proc_args(argv, env)
+        os.write(0, f"{os.getpid()}\n".encode())  # once /proc shows what it is
+        if code_stamp() != stamp:  # the zygote's code is not pykubeadm's any more: a new interpreter, same pid
+            os.execve(sys.executable, argv, env)  # noqa: S606 - the same argv, not a shell
+        os.environ[c.ROOT_DIR_ENV] = root
+        fresh_interpreter_state()
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        random.seed()  # not the zygote's sequence
+        sys.argv = [str(Path(sys.modules["pykubeadm"].__file__ or "pykubeadm").with_name("__main__.py")), *argv[3:]]
+        code = run_pykubeadm(argv[3:])
+        import atexit
+
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+    finally:
+        os._exit(code)

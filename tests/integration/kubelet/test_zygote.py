@@ -1,0 +1,162 @@
+"""The lab's kubelet zygote (kubelet/zygote.py) with real processes: a warm kubelet it forks is a session of its own,
+nobody's child, shows the warm kubelet's command line and node root, writes nothing until it is started, then runs as
+a kubelet started any other way; one never started ends at EOF; the zygote's socket is its owner's only; without a
+zygote (none made, or it died) the warm kubelet is a new interpreter."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from tests.integration.kubelet.kubelet_procs import alive, cmdline, wait_until
+
+from pykubeadm.kubelet import zygote
+from pykubeadm.layout import Layout
+from pykubeadm.phases import kubeletservice
+from pykubeadm.testing.apiserver import free_port
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def sock(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / zygote.SOCKET_NAME
+    assert zygote.start(path) is not None
+    yield path
+    zygote.stop(path)
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> Iterator[Layout]:
+    layout = Layout(tmp_path / "node")
+    layout.root.mkdir()
+    yield layout
+    kubeletservice.discard_prewarmed_kubelets()
+    kubeletservice.stop_kubelet(layout, timeout=5)
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(e.decode(errors="replace").partition("=")[::2] for e in raw if e)
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(root.rglob("*"))
+
+
+def _write_kubelet_files(layout: Layout, port: int) -> None:
+    layout.kubelet_env_file.parent.mkdir(parents=True, exist_ok=True)
+    layout.kubelet_env_file.write_text(
+        'KUBELET_KUBEADM_ARGS="--hostname-override=zygote-node --node-ip=127.0.0.1 '
+        f'--healthz-bind-address=127.0.0.1 --healthz-port={port}"\n'
+    )
+    (layout.kubelet_env_file.parent / "config.yaml").write_text(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+    )
+
+
+def _healthz(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).text == "ok"
+    except httpx.HTTPError:
+        return False
+
+
+def _zygote_pid(sock: Path) -> int:
+    return int(sock.with_name(sock.name + ".pid").read_text())
+
+
+def test_the_socket_is_its_owners_only_and_the_zygote_shows_it(sock: Path) -> None:
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+    pid = _zygote_pid(sock)
+    assert cmdline(pid)[-3:] == ["kubelet", zygote.ZYGOTE_FLAG, str(sock)]
+
+
+def test_a_warm_kubelet_from_the_zygote_runs_as_any_kubelet_once_started(sock: Path, layout: Layout) -> None:
+    kubeletservice.prewarm_kubelet(layout, control_plane=False, zygote=sock)
+    warm = kubeletservice._prewarmed[str(layout.root)]
+    assert isinstance(warm, zygote.WarmKubelet)
+    pid = warm.pid
+
+    assert os.getsid(pid) == pid  # its own session: reset signals its process group
+    assert _parent(pid) != _zygote_pid(sock)  # nobody's child (reparented), not the zygote's
+    assert cmdline(pid) == zygote.warm_kubelet_argv(str(layout.root), False)
+    assert cmdline(pid)[0] == sys.executable
+    assert _environ(pid)["PYKUBEADM_ROOT_DIR"] == str(layout.root)
+    assert _files(layout.root) == []  # it writes nothing while it waits
+    port = free_port()
+    _write_kubelet_files(layout, port)
+
+    assert kubeletservice.start_kubelet(layout) == f"pid {pid}"
+
+    assert kubeletservice.kubelet_pid(layout) == pid  # reset finds it through the pid file and its command line
+    wait_until(lambda: _healthz(port), 20, "the kubelet's /healthz")
+    log = layout.kubelet_log_file.read_text()
+    assert f"flags: {' '.join(kubeletservice.kubelet_args(layout))}" in log
+    assert "for node zygote-node" in log
+    zygote.stop(sock)  # the lab's zygote going away leaves the kubelets it made running
+    assert not alive(_zygote_pid_or_zero(sock))
+    assert _healthz(port)
+    assert kubeletservice.stop_kubelet(layout)
+    wait_until(lambda: not alive(pid), 10, "the kubelet to stop")
+
+
+def _zygote_pid_or_zero(sock: Path) -> int:
+    try:
+        return _zygote_pid(sock)
+    except OSError:
+        return 0
+
+
+def test_a_warm_kubelet_never_started_ends_at_eof_having_written_nothing(sock: Path, layout: Layout) -> None:
+    kubeletservice.prewarm_kubelet(layout, zygote=sock)
+    pid = kubeletservice._prewarmed[str(layout.root)].pid
+
+    kubeletservice.discard_prewarmed_kubelets()
+
+    wait_until(lambda: not alive(pid), 10, "the warm kubelet to end")
+    assert _files(layout.root) == []
+    assert kubeletservice.kubelet_pid(layout) is None
+
+
+def test_a_control_plane_warm_kubelet_forks_its_fork_server(sock: Path, layout: Layout) -> None:
+    from tests.integration.kubelet.kubelet_procs import children_of
+
+    kubeletservice.prewarm_kubelet(layout, control_plane=True, zygote=sock)
+    pid = kubeletservice._prewarmed[str(layout.root)].pid
+
+    assert cmdline(pid)[-1] == kubeletservice.FORK_SERVER
+    wait_until(lambda: children_of(pid), 10, "the fork server")
+
+
+def test_without_a_zygote_the_warm_kubelet_is_a_new_interpreter(tmp_path: Path, layout: Layout) -> None:
+    missing = tmp_path / "none" / zygote.SOCKET_NAME
+    kubeletservice.prewarm_kubelet(layout, zygote=missing)
+    assert not isinstance(kubeletservice._prewarmed[str(layout.root)], zygote.WarmKubelet)
+
+
+def test_a_dead_zygote_is_not_asked(sock: Path, layout: Layout) -> None:
+    pid = _zygote_pid(sock)
+    os.kill(pid, 9)
+    wait_until(lambda: not alive(pid), 10, "the zygote to die")
+
+    assert zygote.WarmKubelet.request(sock, str(layout.root), False) is None  # refused: the socket has no listener
+    kubeletservice.prewarm_kubelet(layout, zygote=sock)
+    assert not isinstance(kubeletservice._prewarmed[str(layout.root)], zygote.WarmKubelet)
+
+
+def test_stop_leaves_alone_a_process_that_is_not_the_zygote(tmp_path: Path) -> None:
+    path = tmp_path / zygote.SOCKET_NAME
+    path.with_name(path.name + ".pid").write_text(f"{os.getpid()}\n")  # a recycled pid: this test's own process
+
+    assert zygote.stop(path) is False
+    assert alive(os.getpid())
