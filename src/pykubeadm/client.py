@@ -5,7 +5,8 @@ Used by kubeadm's phases (sync), the controller-manager, the scheduler and the k
 * loading a kubeconfig file as kubeadm writes it (embedded or file cert/key/CA, bearer token) into a lightkube
   `AsyncClient` / `Client` (`async_client`, `sync_client`);
 * `create_or_update` / `create_or_update_sync`: POST, and on AlreadyExists PUT over the live resourceVersion;
-* `wait_for` / `wait_for_sync`: poll an object until a predicate holds (or a timeout);
+* `wait_for` / `wait_for_sync`: GET an object until a predicate holds (or a timeout), watching it in between (as
+  `kubectl wait` does), or sleeping when the watch cannot be used;
   each pair is a thin sync/async shell over one generator that yields the client calls to make (STYLE rule 14);
 * `Informer`: list + watch with resume from the last resourceVersion and a fresh list on 410 Gone, keeping a cache and
   calling handlers (the shape of client-go's reflector/informer).
@@ -18,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
-from collections.abc import Awaitable, Callable, Generator, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar, cast
@@ -27,8 +29,10 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 import httpx2
 import yaml
 from lightkube import ApiError, AsyncClient, Client, KubeConfig
+from lightkube.core import decoders
 from lightkube.core.client import FieldSelector
 from lightkube.core.exceptions import ConfigError, NotReadyError
+from lightkube.core.selector import build_selector
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import OnErrorAction, OnErrorResult
 
@@ -158,7 +162,8 @@ def object_key(obj: Any) -> str:
 
 @dataclass(frozen=True)
 class _Call:
-    """One step of an algorithm shared by the sync and async clients: a client method call, or a pause ("sleep")."""
+    """One step of an algorithm shared by the sync and async clients: a client method call, a pause ("sleep"), or a
+    watch of one object until a predicate holds or a deadline ("watch_until", see `_watch_until_sync`)."""
 
     method: str
     args: tuple[Any, ...] = ()
@@ -182,6 +187,8 @@ def _run_sync(client: Client, steps: _Steps[R]) -> R:
         try:
             if call.method == "sleep":
                 time.sleep(*call.args)
+            elif call.method == "watch_until":
+                result = _watch_until_sync(client, *call.args)
             else:
                 result = getattr(client, call.method)(*call.args, **call.kwargs)
         except Exception as err:
@@ -201,6 +208,8 @@ async def _run_async(client: AsyncClient, steps: _Steps[R]) -> R:
         try:
             if call.method == "sleep":
                 await asyncio.sleep(*call.args)
+            elif call.method == "watch_until":
+                result = await _watch_until_async(client, *call.args)
             else:
                 result = await getattr(client, call.method)(*call.args, **call.kwargs)
         except Exception as err:
@@ -241,13 +250,34 @@ def create_or_update_sync(client: Client, obj: Res, *, retries: int = 5) -> Res:
 # --- waiting ---------------------------------------------------------------------------------------------------------
 
 
+#: Watches that may fail with a transport error or end early before a wait gives up watching and only polls.
+_WATCH_ATTEMPTS = 3
+
+
+class _WatchUnavailable(Exception):
+    """A "watch_until" step could not watch. `permanent` when trying again is pointless: an error status (403, 405:
+    this identity or server will not watch that object), a stream that is not watch events. Otherwise a transport
+    error or a stream that ended before the deadline."""
+
+    def __init__(self, cause: BaseException | str, *, permanent: bool) -> None:
+        super().__init__(str(cause) or type(cause).__name__)
+        self.permanent = permanent
+
+
 def _wait_steps(
     res: type[R], name: str, predicate: Callable[[R], bool], namespace: str | None, timeout: float, interval: float
 ) -> _Steps[R]:
-    """GET until `predicate(obj)` holds; NotFound and transport errors count as "not yet"; TimeoutError at the end."""
+    """GET until `predicate(obj)` holds; NotFound and transport errors count as "not yet"; TimeoutError at the end.
+
+    After an answered GET it watches the object until the deadline rather than sleeping: the first watched state that
+    satisfies `predicate` is the result. Once the watch cannot be used (`_WatchUnavailable`: for the rest of the wait
+    if permanent, else for this round, at most `_WATCH_ATTEMPTS` times) it sleeps `interval` between GETs instead.
+    """
     deadline = time.monotonic() + timeout
     last: BaseException | None = None
+    watch_failures = 0
     while True:
+        reachable = True
         try:
             obj = yield _Call("get", (res, name), {"namespace": namespace})
             if predicate(obj):
@@ -256,9 +286,162 @@ def _wait_steps(
             if isinstance(err, ApiError) and not is_not_found(err):
                 raise
             last = err
+            reachable = isinstance(err, ApiError)  # a watch would not get through either
         if time.monotonic() >= deadline:
             raise TimeoutError(f"timed out waiting for {res.__name__} {name}" + (f": {last}" if last else ""))
+        if reachable and watch_failures < _WATCH_ATTEMPTS:
+            try:
+                found = yield _Call("watch_until", (res, name, predicate, namespace, deadline))
+            except _WatchUnavailable as err:
+                watch_failures = _WATCH_ATTEMPTS if err.permanent else watch_failures + 1
+                log.debug("cannot watch %s %s (%s): polling every %ss", res.__name__, name, err, interval)
+            else:
+                if found is not None:
+                    return cast("R", found)
+                continue  # the deadline: one last GET (for the error to report), as polling ends
         yield _Call("sleep", (interval,))
+
+
+def _watch_request(generic: Any, res: type, name: str, namespace: str | None, remaining: float) -> httpx2.Request:
+    """A watch of the object `name` from its current state (no resourceVersion: the server first sends it as ADDED if
+    it exists). The server ends it after `remaining` seconds rounded up (timeoutSeconds is whole seconds, at least 1);
+    a read times out after `remaining` (the client's other timeouts apply as to any request)."""
+    br = generic.prepare_request(
+        "list",
+        res=res,
+        namespace=namespace,
+        watch=True,
+        params={
+            "fieldSelector": build_selector({"metadata.name": name}, for_fields=True),
+            "timeoutSeconds": max(1, math.ceil(remaining)),
+        },
+    )
+    base: httpx2.Timeout = generic._client.timeout
+    br.timeout = httpx2.Timeout(connect=base.connect, read=max(remaining, 0.001), write=base.write, pool=base.pool)
+    request: httpx2.Request = generic.build_adapter_request(br)
+    return request
+
+
+def _status_error(response: httpx2.Response) -> httpx2.HTTPStatusError:
+    """The error of a watch answered with an error status (its body read): ApiError for a Status, as lightkube's."""
+    try:
+        return ApiError(request=response.request, response=response)
+    except Exception:  # not a JSON Status (a proxy's page)
+        return httpx2.HTTPStatusError(f"HTTP {response.status_code}", request=response.request, response=response)
+
+
+def _event_object(line: str, res: type) -> Any | None:
+    """The object of an ADDED or MODIFIED watch event (None for a BOOKMARK or a DELETED); ApiError for an ERROR."""
+    if not line:
+        return None
+    event = decoders.decode_watch_event(line)  # type: ignore[arg-type]  # msgspec decodes str as well as bytes
+    if event.type == "ERROR":
+        raise ApiError(status=decoders.decode_status(event.object))
+    if event.type not in ("ADDED", "MODIFIED"):
+        return None
+    return decoders.decode_object(event.object, res)
+
+
+def _watch_failure(err: Exception) -> _WatchUnavailable:
+    """An error status, or events that do not decode (ValueError), will not change; a transport error may."""
+    return _WatchUnavailable(err, permanent=isinstance(err, httpx2.HTTPStatusError | ValueError))
+
+
+def _watch_events_sync(
+    generic: Any, res: type, name: str, namespace: str | None, deadline: float
+) -> Generator[Any, None, None]:
+    """The objects of the ADDED/MODIFIED events of a watch of `name`, until the server ends it at the deadline or a read
+    times out. The response is closed when this generator ends or is closed. Every failure is a `_WatchUnavailable`,
+    and so is a stream that ends before the deadline."""
+    response: httpx2.Response | None = None
+    try:
+        request = _watch_request(generic, res, name, namespace, deadline - time.monotonic())
+        response = generic.send(request, stream=True)
+        if response.is_error:
+            response.read()
+            raise _WatchUnavailable(_status_error(response), permanent=True)
+        for line in response.iter_lines():
+            obj = _event_object(line, res)
+            if obj is not None:
+                yield obj
+    except httpx2.ReadTimeout:
+        return  # quiet until the deadline
+    except (httpx2.HTTPError, ValueError, OSError) as err:
+        raise _watch_failure(err) from err
+    finally:
+        if response is not None:
+            response.close()  # before the stream's end this drops the connection
+    if time.monotonic() < deadline:
+        raise _WatchUnavailable("the watch ended before the deadline", permanent=False)
+
+
+async def _watch_events_async(
+    generic: Any, res: type, name: str, namespace: str | None, deadline: float
+) -> AsyncGenerator[Any, None]:
+    """`_watch_events_sync` with an async client."""
+    response: httpx2.Response | None = None
+    try:
+        request = _watch_request(generic, res, name, namespace, deadline - time.monotonic())
+        response = await generic.send(request, stream=True)
+        if response.is_error:
+            await response.aread()
+            raise _WatchUnavailable(_status_error(response), permanent=True)
+        async for line in response.aiter_lines():
+            obj = _event_object(line, res)
+            if obj is not None:
+                yield obj
+    except httpx2.ReadTimeout:
+        return
+    except (httpx2.HTTPError, ValueError, OSError) as err:
+        raise _watch_failure(err) from err
+    finally:
+        if response is not None:
+            await response.aclose()
+    if time.monotonic() < deadline:
+        raise _WatchUnavailable("the watch ended before the deadline", permanent=False)
+
+
+def _watch_until_sync(
+    client: Client, res: type, name: str, predicate: Callable[[Any], bool], namespace: str | None, deadline: float
+) -> Any | None:
+    """The "watch_until" step with a blocking client: the first watched state of `name` that satisfies `predicate`, or
+    None at `deadline`. Bounded by a read timeout of the time left when it starts, the deadline checked after every
+    event, and the server's timeoutSeconds (the time left rounded up to a second).
+
+    lightkube's `Client.watch` is not used: it reconnects when a stream ends (so the end is not seen), has no read
+    timeout, and leaves the response open when its generator is closed early."""
+    if time.monotonic() >= deadline:
+        return None
+    with contextlib.closing(_watch_events_sync(client._client, res, name, namespace, deadline)) as events:
+        for obj in events:
+            if predicate(obj):
+                return obj
+            if time.monotonic() >= deadline:
+                return None
+    return None
+
+
+async def _watch_until_async(
+    client: AsyncClient, res: type, name: str, predicate: Callable[[Any], bool], namespace: str | None, deadline: float
+) -> Any | None:
+    """`_watch_until_sync` with an async client, bounded exactly by the deadline (asyncio.timeout)."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return None
+    events = _watch_events_async(client._client, res, name, namespace, deadline)
+    timer = asyncio.timeout(remaining)
+    try:
+        async with timer:
+            async for obj in events:
+                if predicate(obj):
+                    return obj
+    except TimeoutError:
+        if not timer.expired():
+            raise
+        return None
+    finally:
+        await events.aclose()
+    return None
 
 
 async def wait_for(
@@ -271,7 +454,8 @@ async def wait_for(
     timeout: float = 60.0,
     interval: float = 0.5,
 ) -> R:
-    """Poll GET until `predicate(obj)` is true; NotFound and transport errors count as "not yet". TimeoutError."""
+    """GET until `predicate(obj)` is true, watching the object in between (polling every `interval` when it cannot be
+    watched); NotFound and transport errors count as "not yet". TimeoutError at the end of `timeout`."""
     return await _run_async(client, _wait_steps(res, name, predicate, namespace, timeout, interval))
 
 
