@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 
 def children_of(pid: int) -> list[int]:
@@ -104,3 +105,31 @@ class KubeletProcess:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(k, signal.SIGKILL)
         return self.proc.returncode
+
+
+def node_files(root: Path) -> list[Path]:
+    """Every file and directory under a node root."""
+    return sorted(root.rglob("*"))
+
+
+def write_kubelet_files(layout: Any, port: int, node: str, extra_flags: str = "") -> None:
+    """What kubelet-start writes for a warm kubelet to start with: kubeadm-flags.env (its healthz on 127.0.0.1:`port`,
+    node name `node`) and an empty KubeletConfiguration."""
+    layout.kubelet_env_file.parent.mkdir(parents=True, exist_ok=True)
+    layout.kubelet_env_file.write_text(
+        f'KUBELET_KUBEADM_ARGS="--hostname-override={node} --node-ip=127.0.0.1 '
+        f'--healthz-bind-address=127.0.0.1 --healthz-port={port}{extra_flags}"\n'
+    )
+    (layout.kubelet_env_file.parent / "config.yaml").write_text(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+    )
+
+
+def kubelet_healthz(port: int) -> bool:
+    """The kubelet's /healthz on 127.0.0.1:`port` answers ok."""
+    import httpx
+
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).text == "ok"
+    except httpx.HTTPError:
+        return False

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
-from tests.integration.kubelet.kubelet_procs import alive, cmdline, wait_until
+from tests.integration.kubelet.kubelet_procs import (
+    alive,
+    cmdline,
+    kubelet_healthz,
+    node_files,
+    wait_until,
+    write_kubelet_files,
+)
 
 from pykubeadm.layout import Layout
 from pykubeadm.phases import kubeletservice
@@ -19,16 +24,8 @@ from pykubeadm.testing.apiserver import free_port
 
 
 @pytest.fixture
-def layout(tmp_path: Path) -> Iterator[Layout]:
-    layout = Layout(tmp_path / "node")
-    layout.root.mkdir()
-    yield layout
-    kubeletservice.discard_prewarmed_kubelets()
-    kubeletservice.stop_kubelet(layout, timeout=5)
-
-
-def _files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*"))
+def layout(warm_layout: Layout) -> Layout:
+    return warm_layout
 
 
 def _waiting_on_stdin(pid: int) -> bool:
@@ -39,30 +36,19 @@ def _waiting_on_stdin(pid: int) -> bool:
         return False
 
 
-def _write_kubelet_files(layout: Layout, port: int) -> None:
-    layout.kubelet_env_file.parent.mkdir(parents=True, exist_ok=True)
-    layout.kubelet_env_file.write_text(
-        'KUBELET_KUBEADM_ARGS="--hostname-override=warm-node --node-ip=127.0.0.1 '
-        f'--healthz-bind-address=127.0.0.1 --healthz-port={port} --not-a-kubelet-flag=1"\n'
-    )
-    (layout.kubelet_env_file.parent / "config.yaml").write_text(
-        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
-    )
-
-
 def test_a_started_warm_kubelet_runs_with_the_flags_and_log_file_of_a_cold_one(layout: Layout) -> None:
     kubeletservice.prewarm_kubelet(layout)
     warm = kubeletservice._prewarmed[str(layout.root)]
     wait_until(lambda: _waiting_on_stdin(warm.pid), 30, "the warm kubelet to wait for its flags")
-    assert _files(layout.root) == []  # it writes nothing while it waits
+    assert node_files(layout.root) == []  # it writes nothing while it waits
     port = free_port()
-    _write_kubelet_files(layout, port)
+    write_kubelet_files(layout, port, "warm-node", " --not-a-kubelet-flag=1")
 
     assert kubeletservice.start_kubelet(layout) == f"pid {warm.pid}"
 
     assert kubeletservice.kubelet_pid(layout) == warm.pid  # reset finds it through the pid file
     assert cmdline(warm.pid)[-3:] == ["component", "kubelet", kubeletservice.FLAGS_FROM_STDIN]
-    wait_until(lambda: _healthz(port), 20, "the warm kubelet's /healthz")
+    wait_until(lambda: kubelet_healthz(port), 20, "the warm kubelet's /healthz")
     log = layout.kubelet_log_file.read_text()
     args = " ".join(kubeletservice.kubelet_args(layout))
     assert f"flags: {args}" in log
@@ -73,13 +59,6 @@ def test_a_started_warm_kubelet_runs_with_the_flags_and_log_file_of_a_cold_one(l
     wait_until(lambda: not alive(warm.pid), 10, "the kubelet to stop")
 
 
-def _healthz(port: int) -> bool:
-    try:
-        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).text == "ok"
-    except httpx.HTTPError:
-        return False
-
-
 def test_a_warm_kubelet_that_is_not_started_is_discarded(layout: Layout) -> None:
     kubeletservice.prewarm_kubelet(layout)
     warm = kubeletservice._prewarmed[str(layout.root)]
@@ -88,7 +67,7 @@ def test_a_warm_kubelet_that_is_not_started_is_discarded(layout: Layout) -> None
     kubeletservice.discard_prewarmed_kubelets()
 
     assert not alive(warm.pid)
-    assert _files(layout.root) == []
+    assert node_files(layout.root) == []
     assert kubeletservice.kubelet_pid(layout) is None
 
 
@@ -101,7 +80,7 @@ def test_a_warm_kubelet_ends_by_itself_when_its_command_dies(layout: Layout) -> 
     warm.stdin.close()
 
     assert warm.wait(timeout=30) == 0
-    assert _files(layout.root) == []
+    assert node_files(layout.root) == []
 
 
 def test_a_warm_kubelet_that_died_is_replaced_by_a_cold_start(layout: Layout) -> None:
@@ -110,7 +89,7 @@ def test_a_warm_kubelet_that_died_is_replaced_by_a_cold_start(layout: Layout) ->
     os.kill(warm.pid, signal.SIGKILL)
     wait_until(lambda: not alive(warm.pid), 10, "the warm kubelet to die")  # a zombie, not reaped, as in real use
     port = free_port()
-    _write_kubelet_files(layout, port)
+    write_kubelet_files(layout, port, "warm-node", " --not-a-kubelet-flag=1")
 
     how = kubeletservice.start_kubelet(layout)
 
@@ -119,6 +98,6 @@ def test_a_warm_kubelet_that_died_is_replaced_by_a_cold_start(layout: Layout) ->
     # (right after a start /proc/PID/cmdline is empty until the kernel has finished the exec)
     args = wait_until(lambda: cmdline(pid), 10, "the cold kubelet's command line")
     assert kubeletservice.FLAGS_FROM_STDIN not in args  # type: ignore[operator]
-    wait_until(lambda: _healthz(port), 20, "the cold kubelet's /healthz")
+    wait_until(lambda: kubelet_healthz(port), 20, "the cold kubelet's /healthz")
     # the same log line as a warm start
     assert f"flags: {' '.join(kubeletservice.kubelet_args(layout))}" in layout.kubelet_log_file.read_text()

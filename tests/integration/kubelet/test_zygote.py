@@ -11,9 +11,16 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
-from tests.integration.kubelet.kubelet_procs import alive, cmdline, wait_until
+from tests.integration.kubelet.kubelet_procs import (
+    alive,
+    children_of,
+    cmdline,
+    kubelet_healthz,
+    node_files,
+    wait_until,
+    write_kubelet_files,
+)
 
 from pykubeadm.kubelet import zygote
 from pykubeadm.layout import Layout
@@ -32,12 +39,8 @@ def sock(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture
-def layout(tmp_path: Path) -> Iterator[Layout]:
-    layout = Layout(tmp_path / "node")
-    layout.root.mkdir()
-    yield layout
-    kubeletservice.discard_prewarmed_kubelets()
-    kubeletservice.stop_kubelet(layout, timeout=5)
+def layout(warm_layout: Layout) -> Layout:
+    return warm_layout
 
 
 def _parent(pid: int) -> int:
@@ -47,28 +50,6 @@ def _parent(pid: int) -> int:
 def _environ(pid: int) -> dict[str, str]:
     raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     return dict(e.decode(errors="replace").partition("=")[::2] for e in raw if e)
-
-
-def _files(root: Path) -> list[Path]:
-    return sorted(root.rglob("*"))
-
-
-def _write_kubelet_files(layout: Layout, port: int) -> None:
-    layout.kubelet_env_file.parent.mkdir(parents=True, exist_ok=True)
-    layout.kubelet_env_file.write_text(
-        'KUBELET_KUBEADM_ARGS="--hostname-override=zygote-node --node-ip=127.0.0.1 '
-        f'--healthz-bind-address=127.0.0.1 --healthz-port={port}"\n'
-    )
-    (layout.kubelet_env_file.parent / "config.yaml").write_text(
-        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
-    )
-
-
-def _healthz(port: int) -> bool:
-    try:
-        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).text == "ok"
-    except httpx.HTTPError:
-        return False
 
 
 def _zygote_pid(sock: Path) -> int:
@@ -92,20 +73,20 @@ def test_a_warm_kubelet_from_the_zygote_runs_as_any_kubelet_once_started(sock: P
     assert cmdline(pid) == zygote.warm_kubelet_argv(str(layout.root), False)
     assert cmdline(pid)[0] == sys.executable
     assert _environ(pid)["PYKUBEADM_ROOT_DIR"] == str(layout.root)
-    assert _files(layout.root) == []  # it writes nothing while it waits
+    assert node_files(layout.root) == []  # it writes nothing while it waits
     port = free_port()
-    _write_kubelet_files(layout, port)
+    write_kubelet_files(layout, port, "zygote-node")
 
     assert kubeletservice.start_kubelet(layout) == f"pid {pid}"
 
     assert kubeletservice.kubelet_pid(layout) == pid  # reset finds it through the pid file and its command line
-    wait_until(lambda: _healthz(port), 20, "the kubelet's /healthz")
+    wait_until(lambda: kubelet_healthz(port), 20, "the kubelet's /healthz")
     log = layout.kubelet_log_file.read_text()
     assert f"flags: {' '.join(kubeletservice.kubelet_args(layout))}" in log
     assert "for node zygote-node" in log
     zygote.stop(sock)  # the lab's zygote going away leaves the kubelets it made running
     assert not alive(_zygote_pid_or_zero(sock))
-    assert _healthz(port)
+    assert kubelet_healthz(port)
     assert kubeletservice.stop_kubelet(layout)
     wait_until(lambda: not alive(pid), 10, "the kubelet to stop")
 
@@ -124,13 +105,11 @@ def test_a_warm_kubelet_never_started_ends_at_eof_having_written_nothing(sock: P
     kubeletservice.discard_prewarmed_kubelets()
 
     wait_until(lambda: not alive(pid), 10, "the warm kubelet to end")
-    assert _files(layout.root) == []
+    assert node_files(layout.root) == []
     assert kubeletservice.kubelet_pid(layout) is None
 
 
 def test_a_control_plane_warm_kubelet_forks_its_fork_server(sock: Path, layout: Layout) -> None:
-    from tests.integration.kubelet.kubelet_procs import children_of
-
     kubeletservice.prewarm_kubelet(layout, control_plane=True, zygote=sock)
     pid = kubeletservice._prewarmed[str(layout.root)].pid
 

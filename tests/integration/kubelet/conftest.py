@@ -1,0 +1,22 @@
+"""Fixtures shared by the kubelet integration tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pykubeadm.layout import Layout
+from pykubeadm.phases import kubeletservice
+
+
+@pytest.fixture
+def warm_layout(tmp_path: Path) -> Iterator[Layout]:
+    """An empty node root for a warm kubelet; afterwards the warm kubelets still waiting are discarded and the node's
+    kubelet is stopped."""
+    layout = Layout(tmp_path / "node")
+    layout.root.mkdir()
+    yield layout
+    kubeletservice.discard_prewarmed_kubelets()
+    kubeletservice.stop_kubelet(layout, timeout=5)
