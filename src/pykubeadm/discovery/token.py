@@ -12,6 +12,7 @@ better by waiting (server unreachable, signature not there yet), until the disco
 from __future__ import annotations
 
 import logging
+import math
 import ssl
 import time
 from collections.abc import Callable
@@ -33,9 +34,10 @@ __all__ = ["DiscoveryError", "DiscoveryResult", "discover_with_token", "parse_pi
 log = logging.getLogger(__name__)
 
 _CLUSTER_INFO_PATH = f"/api/v1/namespaces/{c.NAMESPACE_PUBLIC}/configmaps/{c.CLUSTER_INFO_CONFIGMAP}"
-#: Right after `init` the BootstrapSigner may not have signed yet: poll every 200 ms for the first ~10 s.
-_FAST_RETRY = 0.2
-_FAST_RETRIES = 50
+#: Right after `init` the BootstrapSigner may not have signed yet (it signs a few ms to a few hundred ms after init
+#: made cluster-info): (attempts, seconds between them) before every `interval`: every 50 ms for the first second,
+#: then every 200 ms until ~10 s. One kept-alive connection serves them, so an early, unsigned answer costs a request.
+_RETRY_STEPS = ((20, 0.05), (45, 0.2))
 
 
 class DiscoveryError(KubeadmError):
@@ -176,6 +178,15 @@ def _diagnose_unsigned(err: _Unsigned, endpoint: str, token: str, pins: set[str]
     )
 
 
+def _retry_delay(attempt: int, interval: float) -> float:
+    """The pause before retry number `attempt` (from 0): `_RETRY_STEPS`, then `interval`."""
+    for count, delay in _RETRY_STEPS:
+        if attempt < count:
+            return min(interval, delay)
+        attempt -= count
+    return interval
+
+
 def discover_with_token(
     endpoint: str,
     token: str,
@@ -198,44 +209,52 @@ def discover_with_token(
     deadline = time.monotonic() + timeout
     log.info('[discovery] Created cluster-info discovery client, requesting info from "%s"', url)
     attempt = 0
-    while True:
-        try:
-            with httpx.Client(
-                verify=False, timeout=10.0, trust_env=False
-            ) as insecure:  # step 1 trusts nothing: the JWS does
+    last_log = -math.inf
+    # step 1 trusts nothing (the JWS does); one connection, kept alive across the retries
+    with httpx.Client(verify=False, timeout=10.0, trust_env=False) as insecure:
+        while True:
+            try:
                 kubeconfig = _verified_kubeconfig(_get(insecure, url), tid, tsecret)
-            server, ca_pem = _first_cluster(kubeconfig)
-            if unsafe_skip_ca_verification:
-                report(
-                    "[discovery] Cluster info signature and contents are valid and no TLS pinning was specified, "
-                    f'will use API Server "{endpoint}"'
+                server, ca_pem = _first_cluster(kubeconfig)
+                if unsafe_skip_ca_verification:
+                    report(
+                        "[discovery] Cluster info signature and contents are valid and no TLS pinning was specified, "
+                        f'will use API Server "{endpoint}"'
+                    )
+                    return DiscoveryResult(server, ca_pem)
+                _check_pins(ca_pem, pins)
+                log.info(
+                    '[discovery] Requesting info from "%s" again to validate TLS against the pinned public key', url
+                )
+                ctx = ssl.create_default_context(cadata=ca_pem.decode())
+                with httpx.Client(verify=ctx, timeout=10.0, trust_env=False) as secure:
+                    again = (_get(secure, url).get("data") or {}).get(c.CLUSTER_INFO_KUBECONFIG_KEY)
+                if again != kubeconfig:
+                    raise DiscoveryError(
+                        "the cluster-info ConfigMap changed between the unverified and the verified request; "
+                        "refusing to trust it (possible man-in-the-middle)"
+                    )
+                log.info(
+                    "[discovery] Cluster info signature and contents are valid and TLS certificate validates against "
+                    'pinned roots, will use API Server "%s"',
+                    endpoint,
                 )
                 return DiscoveryResult(server, ca_pem)
-            _check_pins(ca_pem, pins)
-            log.info('[discovery] Requesting info from "%s" again to validate TLS against the pinned public key', url)
-            ctx = ssl.create_default_context(cadata=ca_pem.decode())
-            with httpx.Client(verify=ctx, timeout=10.0, trust_env=False) as secure:
-                again = (_get(secure, url).get("data") or {}).get(c.CLUSTER_INFO_KUBECONFIG_KEY)
-            if again != kubeconfig:
-                raise DiscoveryError(
-                    "the cluster-info ConfigMap changed between the unverified and the verified request; "
-                    "refusing to trust it (possible man-in-the-middle)"
-                )
-            log.info(
-                "[discovery] Cluster info signature and contents are valid and TLS certificate validates against "
-                'pinned roots, will use API Server "%s"',
-                endpoint,
-            )
-            return DiscoveryResult(server, ca_pem)
-        except _Retry as err:
-            # Right after `init` the signer may not have run yet: poll quickly for a while, then every `interval`.
-            delay = min(interval, _FAST_RETRY) if attempt < _FAST_RETRIES else interval
-            attempt += 1
-            if time.monotonic() + delay > deadline:
-                why = (
-                    _diagnose_unsigned(err, endpoint, token, pins) if isinstance(err, _Unsigned) and pins else str(err)
-                )
-                raise DiscoveryError(f"abort connecting to API servers after timeout of {timeout:g}s: {why}") from err
-            if delay >= interval or attempt % max(1, round(interval / _FAST_RETRY)) == 1:  # kubeadm's cadence
-                log.info("[discovery] %s, will try again", err)
-            time.sleep(delay)
+            except _Retry as err:
+                # Right after `init` the signer may not have run yet: poll quickly for a while, then every `interval`.
+                delay = _retry_delay(attempt, interval)
+                attempt += 1
+                now = time.monotonic()
+                if now + delay > deadline:
+                    why = (
+                        _diagnose_unsigned(err, endpoint, token, pins)
+                        if isinstance(err, _Unsigned) and pins
+                        else str(err)
+                    )
+                    raise DiscoveryError(
+                        f"abort connecting to API servers after timeout of {timeout:g}s: {why}"
+                    ) from err
+                if now - last_log >= interval:  # kubeadm's cadence: a line per `interval`, however often it polls
+                    log.info("[discovery] %s, will try again", err)
+                    last_log = now
+                time.sleep(delay)
