@@ -155,10 +155,11 @@ _ARGS_META = "pykubeadm.kubelet.args"
 @click.pass_context
 def command(ctx: click.Context, **opts: Any) -> None:
     """Run the built-in kubelet: TLS bootstrap, certificate rotation, node status, static Pods as processes."""
-    if opts.pop("zygote_socket"):
+    zygote_socket = opts.pop("zygote_socket")
+    if zygote_socket:
         from pykubeadm.kubelet.zygote import serve
 
-        serve()
+        serve(Path(zygote_socket))
     fork = opts.pop("fork_server")
     if opts.pop("flags_from_stdin"):
         args = _await_start(fork)

@@ -33,6 +33,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -49,8 +50,11 @@ SOCKET_NAME = "kubelet-zygote.sock"
 ZYGOTE_FLAG = "--zygote"
 #: How long a client waits for the warm kubelet's pid (the zygote may still be importing).
 _PID_TIMEOUT = 60.0
-#: How long the zygote waits for a request line once a client has connected.
+#: How long the zygote waits for a request line once a client has connected, and its longest line.
 _REQUEST_TIMEOUT = 5.0
+_REQUEST_MAX = 1 << 20
+#: How often an idle zygote looks whether its socket is still there.
+_IDLE_CHECK = 30.0
 
 #: What a warm kubelet imports before it waits (kubelet.cli._await_start), and so what the zygote imports.
 _MODULES = ("pykubeadm.cli.main", "pykubeadm.kubelet.cli", "pykubeadm.kubelet.config", "pykubeadm.kubelet.kubelet")
@@ -100,6 +104,7 @@ def start(path: Path) -> int | None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            env={k: v for k, v in os.environ.items() if k != c.ROOT_DIR_ENV},  # no node's: `reset` would take it
         )
     except OSError:
         path.unlink(missing_ok=True)
@@ -138,7 +143,7 @@ def _is_zygote(pid: int, path: Path) -> bool:
         args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
     except OSError:
         return False
-    return ZYGOTE_FLAG in args and str(path) in args
+    return ZYGOTE_FLAG in args and any(os.path.realpath(a) == os.path.realpath(path) for a in args if a)
 
 
 # --- the client's side: one warm kubelet -----------------------------------------------------------------------------
@@ -159,7 +164,8 @@ class WarmKubelet:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(str(path))
-            sock.sendall(json.dumps({"root": root, "fork_server": fork_server}).encode() + b"\n")
+            request = {"root": root, "fork_server": fork_server, "env": dict(os.environ), "cwd": os.getcwd()}
+            sock.sendall(json.dumps(request).encode() + b"\n")
         except OSError:
             sock.close()
             return None
@@ -177,7 +183,10 @@ class WarmKubelet:
                     raise OSError("the kubelet zygote is gone")
                 line += chunk
             self.sock.settimeout(None)
-            self._pid = int(line)
+            try:
+                self._pid = int(line)
+            except ValueError as err:
+                raise OSError(f"the kubelet zygote answered {line!r}") from err
         return self._pid
 
     def start(self, line: bytes) -> int:
@@ -199,9 +208,9 @@ class WarmKubelet:
 # --- the zygote (`pykubeadm component kubelet --zygote SOCKET`) ----------------------------------------------------
 
 
-def serve() -> NoReturn:  # pragma: no cover - runs in the zygote process (tests start one)
-    """The zygote's loop, on the listening socket that is its stdin: import the kubelet, then fork a warm kubelet per
-    request."""
+def serve(path: Path) -> NoReturn:  # pragma: no cover - runs in the zygote process (tests start one)
+    """The zygote's loop, on the listening socket that is its stdin (bound at `path`): import the kubelet, then fork a
+    warm kubelet per request. It ends by itself once `path` is gone or is another socket (the lab was removed)."""
     from pykubeadm.kubelet.forkserver import code_stamp
 
     stamp = code_stamp()
@@ -210,17 +219,30 @@ def serve() -> NoReturn:  # pragma: no cover - runs in the zygote process (tests
     os.dup2(null, 0)
     os.close(null)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        inode = os.stat(path).st_ino
+    except OSError:
+        os._exit(0)
     import importlib
 
     for name in _MODULES:
         importlib.import_module(name)
     gc.freeze()  # what the warm kubelets inherit stays out of their collections
+    listener.settimeout(_IDLE_CHECK)
     while True:
-        conn, _ = listener.accept()
         try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            if not _still_listening(path, inode):
+                os._exit(0)
+            continue
+        except OSError:  # EMFILE, ECONNABORTED: the next client may fare better
+            continue
+        try:
+            conn.settimeout(None)
             request = _read_request(conn)
             child = os.fork()
-        except (OSError, ValueError):
+        except Exception:  # a client that sent no proper request (or no fork): it gets EOF, and starts an interpreter
             conn.close()
             continue
         if child == 0:
@@ -235,14 +257,32 @@ def serve() -> NoReturn:  # pragma: no cover - runs in the zygote process (tests
             os.waitpid(child, 0)
 
 
+def _still_listening(path: Path, inode: int) -> bool:
+    try:
+        return os.stat(path).st_ino == inode
+    except OSError:
+        return False
+
+
 def _read_request(conn: socket.socket) -> dict[str, Any]:
-    conn.settimeout(_REQUEST_TIMEOUT)
-    line = b""
-    while not line.endswith(b"\n"):
-        chunk = conn.recv(1)  # byte by byte: what follows the line (the flags) is the warm kubelet's to read
-        if not chunk:
+    """The request line, and not a byte more (what follows, the flags, is the warm kubelet's to read), within
+    `_REQUEST_TIMEOUT` overall and `_REQUEST_MAX` bytes."""
+    deadline = time.monotonic() + _REQUEST_TIMEOUT
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise ValueError("no request in time")
+        conn.settimeout(remaining)
+        peeked = conn.recv(_REQUEST_MAX, socket.MSG_PEEK)
+        if not peeked:
             raise ValueError("no request")
-        line += chunk
+        end = peeked.find(b"\n")
+        if end >= 0:
+            line = conn.recv(end + 1)
+            break
+        if len(peeked) >= _REQUEST_MAX:
+            raise ValueError("request too long")
+        time.sleep(0.001)  # the rest of the line is on its way
     conn.settimeout(None)
     request = json.loads(line)
     if not isinstance(request, dict) or not isinstance(request.get("root"), str) or not request["root"]:
@@ -251,7 +291,9 @@ def _read_request(conn: socket.socket) -> dict[str, Any]:
 
 
 def _become_warm_kubelet(conn: socket.socket, request: dict[str, Any], stamp: int) -> NoReturn:  # pragma: no cover
-    """In the grandchild: take a session, the connection as stdin, the warm kubelet's command line; run it."""
+    """In the grandchild: take a session, the connection as stdin, the requester's environment and directory, the warm
+    kubelet's command line; run it. Exec'd instead where /proc cannot show that command line (reset finds a kubelet by
+    it) or pykubeadm's code has changed since the zygote imported it."""
     from pykubeadm.kubelet.forkserver import code_stamp, fresh_interpreter_state, run_pykubeadm, set_proc_args
 
     code = 1
@@ -260,17 +302,21 @@ def _become_warm_kubelet(conn: socket.socket, request: dict[str, Any], stamp: in
         os.dup2(conn.fileno(), 0)
         conn.close()
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT, signal.SIGINT):
+            signal.signal(sig, signal.SIG_DFL)  # as a new interpreter finds them (an exec keeps an ignored one)
         root = str(request["root"])
         argv = warm_kubelet_argv(root, bool(request.get("fork_server")))
-        env = {**os.environ, c.ROOT_DIR_ENV: root}
-        set_proc_args(argv, env)
+        env = {str(k): str(v) for k, v in (request.get("env") or os.environ).items() if k != c.ROOT_DIR_ENV}
+        env[c.ROOT_DIR_ENV] = root
+        with contextlib.suppress(OSError):
+            os.chdir(str(request.get("cwd") or "/"))
+        shown = set_proc_args(argv, env)
         os.write(0, f"{os.getpid()}\n".encode())  # once /proc shows what it is
-        if code_stamp() != stamp:  # the zygote's code is not pykubeadm's any more: a new interpreter, same pid
-            os.execve(sys.executable, argv, env)  # noqa: S606 - the same argv, not a shell
-        os.environ[c.ROOT_DIR_ENV] = root
+        if not shown or code_stamp() != stamp:  # a new interpreter, same pid
+            os.execve(sys.executable, argv, env)  # noqa: S606 - the warm kubelet's own command line, not a shell
+        os.environ.clear()
+        os.environ.update(env)
         fresh_interpreter_state()
-        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
-            signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         random.seed()  # not the zygote's sequence
         sys.argv = [str(Path(sys.modules["pykubeadm"].__file__ or "pykubeadm").with_name("__main__.py")), *argv[3:]]
@@ -278,8 +324,14 @@ def _become_warm_kubelet(conn: socket.socket, request: dict[str, Any], stamp: in
         import atexit
 
         atexit._run_exitfuncs()
+    except BaseException:  # as a new interpreter would: the traceback on stderr (the kubelet's log once it has one)
+        import traceback
+
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+        code = 1
+    finally:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
-    finally:
         os._exit(code)

@@ -5,6 +5,7 @@ zygote (none made, or it died) the warm kubelet is a new interpreter."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -59,7 +60,9 @@ def _zygote_pid(sock: Path) -> int:
 def test_the_socket_is_its_owners_only_and_the_zygote_shows_it(sock: Path) -> None:
     assert stat.S_IMODE(sock.stat().st_mode) == 0o600
     pid = _zygote_pid(sock)
-    assert cmdline(pid)[-3:] == ["kubelet", zygote.ZYGOTE_FLAG, str(sock)]
+    # (right after a start /proc/PID/cmdline is empty until the kernel has finished the exec)
+    args = wait_until(lambda: cmdline(pid), 10, "the zygote's command line")
+    assert args[-3:] == ["kubelet", zygote.ZYGOTE_FLAG, str(sock)]  # type: ignore[index]
 
 
 def test_a_warm_kubelet_from_the_zygote_runs_as_any_kubelet_once_started(sock: Path, layout: Layout) -> None:
@@ -96,6 +99,30 @@ def _zygote_pid_or_zero(sock: Path) -> int:
         return _zygote_pid(sock)
     except OSError:
         return 0
+
+
+def test_a_warm_kubelet_has_the_environment_and_directory_of_the_command_that_asked(
+    sock: Path, layout: Layout, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PYKUBEADM_TEST_ASKER", "join-shell")  # set after the zygote started: the asker's, not its own
+    monkeypatch.chdir(tmp_path)
+    kubeletservice.prewarm_kubelet(layout, zygote=sock)
+    pid = kubeletservice._prewarmed[str(layout.root)].pid
+
+    assert _environ(pid)["PYKUBEADM_TEST_ASKER"] == "join-shell"
+    assert Path(f"/proc/{pid}/cwd").resolve() == tmp_path.resolve()
+
+
+def test_a_warm_kubelet_that_fails_leaves_its_traceback_in_its_log(sock: Path, layout: Layout) -> None:
+    kubeletservice.prewarm_kubelet(layout, zygote=sock)
+    warm = kubeletservice._prewarmed.pop(str(layout.root))
+    log = layout.root / "kubelet.log"
+
+    pid = warm.start(json.dumps({"args": 5, "log": str(log)}).encode() + b"\n")  # args that are no list
+
+    wait_until(lambda: not alive(pid), 10, "the warm kubelet to fail")
+    text = log.read_text()
+    assert "Traceback" in text and "TypeError" in text
 
 
 def test_a_warm_kubelet_never_started_ends_at_eof_having_written_nothing(sock: Path, layout: Layout) -> None:
