@@ -38,7 +38,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pykubeadm.kubelet.runtime import signal_group, write_cri_log_from_fds
 
@@ -47,9 +47,11 @@ __all__ = [
     "ForkServer",
     "ForkedProcess",
     "code_stamp",
+    "exit_child",
     "fork_server",
-    "fresh_interpreter_state",
     "kill_with_parent",
+    "prepare_child",
+    "run_as_new_interpreter",
     "run_pykubeadm",
     "set_proc_args",
     "start_fork_server",
@@ -179,7 +181,7 @@ def set_proc_args(argv: Sequence[str], env: Mapping[str, str]) -> bool:
     return True
 
 
-def fresh_interpreter_state() -> None:
+def _fresh_interpreter_state() -> None:
     """What a new interpreter starts with and the server's parent may have changed: standard streams on fds 0-2
     (a new interpreter's buffering), no logging handler, no exit handler."""
     streams = {
@@ -197,6 +199,48 @@ def fresh_interpreter_state() -> None:
     atexit._clear()
 
 
+def prepare_child() -> None:
+    """In a forked child whose standard fds are its own: the signal dispositions, standard streams, logging and exit
+    handlers a new interpreter starts with (an ignored signal would even survive an exec)."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
+    _fresh_interpreter_state()
+
+
+def run_as_new_interpreter(argv: Sequence[str], env: Mapping[str, str], runner: Runner) -> int:
+    """In a prepared child (`prepare_child`; its session, directory and /proc set): run `argv` (python -m pykubeadm
+    ARGS...) as a new interpreter would, with `env` as its environment, Ctrl-C as KeyboardInterrupt, its own random
+    sequence and sys.argv; then its exit handlers. Its exit code."""
+    os.environ.clear()
+    os.environ.update(env)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    random.seed()  # not the parent's sequence
+    args = list(argv[3:])
+    sys.argv = [str(Path(sys.modules["pykubeadm"].__file__ or "pykubeadm").with_name("__main__.py")), *args]
+    code = runner(args)
+    atexit._run_exitfuncs()
+    return code
+
+
+def exit_child(body: Callable[[], int]) -> NoReturn:  # pragma: no cover - ends a forked child
+    """End a forked child with `body()`'s exit code; a failure prints its traceback on stderr and exits 1, as a new
+    interpreter's would."""
+    code = 1
+    try:
+        code = body()
+    except BaseException:
+        import traceback
+
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+        code = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
 def _become_container(request: dict[str, Any], out_fd: int, err_fd: int, runner: Runner, server: int) -> int:
     """In the forked child: take the container's session, stdio, directory, environment and arguments; run it."""
     os.setsid()
@@ -206,45 +250,21 @@ def _become_container(request: dict[str, Any], out_fd: int, err_fd: int, runner:
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
     os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-    fresh_interpreter_state()
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
-        signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    prepare_child()
     if request.get("cwd"):
         os.chdir(request["cwd"])
     env: dict[str, str] = request["env"]
-    os.environ.clear()
-    os.environ.update(env)
     argv: list[str] = request["argv"]
     set_proc_args(argv, env)
-    random.seed()  # not the server's sequence
-    args = argv[3:]  # python -m pykubeadm ARGS...
-    sys.argv = [str(Path(sys.modules["pykubeadm"].__file__ or "pykubeadm").with_name("__main__.py")), *args]
-    code = runner(args)
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    return code
+    return run_as_new_interpreter(argv, env, runner)
 
 
 def _spawn(request: dict[str, Any], fds: list[int], sock: socket.socket, runner: Runner) -> int:
     server = os.getpid()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the container; ends in os._exit
-        code = 127
-        try:
-            sock.close()
-            code = _become_container(request, fds[0], fds[1], runner, server)
-        except BaseException:  # a container that fails to start reports it on its stderr
-            import traceback
-
-            with contextlib.suppress(Exception):
-                traceback.print_exc()
-                sys.stderr.flush()
-            code = 1
-        finally:
-            os._exit(code)
+        sock.close()
+        exit_child(lambda: _become_container(request, fds[0], fds[1], runner, server))
     return pid
 
 

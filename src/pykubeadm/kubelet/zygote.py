@@ -25,10 +25,10 @@ Nothing here holds a flag or a credential: the zygote forks before any is read, 
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -42,7 +42,7 @@ from pykubeadm import constants as c
 # The zygote's own side imports kubelet.forkserver (its fork and /proc helpers) when it runs: the lab process, which
 # only starts the zygote and asks it for warm kubelets, does not need them.
 
-__all__ = ["SOCKET_NAME", "ZYGOTE_FLAG", "WarmKubelet", "listen", "serve", "start", "stop", "warm_kubelet_argv"]
+__all__ = ["SOCKET_NAME", "ZYGOTE_FLAG", "WarmKubelet", "listen", "serve", "start", "stop"]
 
 #: The socket's file name in the lab's state dir; the zygote's pid is in the same name with `.pid`.
 SOCKET_NAME = "kubelet-zygote.sock"
@@ -58,14 +58,6 @@ _IDLE_CHECK = 30.0
 
 #: What a warm kubelet imports before it waits (kubelet.cli._await_start), and so what the zygote imports.
 _MODULES = ("pykubeadm.cli.main", "pykubeadm.kubelet.cli", "pykubeadm.kubelet.config", "pykubeadm.kubelet.kubelet")
-
-
-def warm_kubelet_argv(root: str, fork_server: bool) -> list[str]:
-    """The command line of a warm kubelet for `root` (phases/kubeletservice.prewarm_kubelet starts the same)."""
-    from pykubeadm.phases.kubeletservice import FLAGS_FROM_STDIN, FORK_SERVER
-
-    args = [FLAGS_FROM_STDIN, *([FORK_SERVER] if fork_server else [])]
-    return [sys.executable, "-m", "pykubeadm", "--root-dir", root, "component", "kubelet", *args]
 
 
 # --- the lab's side: the zygote process ----------------------------------------------------------------------------
@@ -139,10 +131,9 @@ def _pid_file(path: Path) -> Path:
 
 
 def _is_zygote(pid: int, path: Path) -> bool:
-    try:
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return False
+    from pykubeadm.util.procstat import cmdline
+
+    args = cmdline(pid) or []
     return ZYGOTE_FLAG in args and any(os.path.realpath(a) == os.path.realpath(path) for a in args if a)
 
 
@@ -211,7 +202,7 @@ class WarmKubelet:
 def serve(path: Path) -> NoReturn:  # pragma: no cover - runs in the zygote process (tests start one)
     """The zygote's loop, on the listening socket that is its stdin (bound at `path`): import the kubelet, then fork a
     warm kubelet per request. It ends by itself once `path` is gone or is another socket (the lab was removed)."""
-    from pykubeadm.kubelet.forkserver import code_stamp
+    from pykubeadm.kubelet.forkserver import code_stamp, exit_child
 
     stamp = code_stamp()
     listener = socket.socket(fileno=os.dup(0))
@@ -249,7 +240,7 @@ def serve(path: Path) -> NoReturn:  # pragma: no cover - runs in the zygote proc
             try:
                 listener.close()
                 if os.fork() == 0:
-                    _become_warm_kubelet(conn, request, stamp)
+                    exit_child(functools.partial(_become_warm_kubelet, conn, request, stamp))
             finally:
                 os._exit(0)
         conn.close()
@@ -290,48 +281,33 @@ def _read_request(conn: socket.socket) -> dict[str, Any]:
     return request
 
 
-def _become_warm_kubelet(conn: socket.socket, request: dict[str, Any], stamp: int) -> NoReturn:  # pragma: no cover
+def _become_warm_kubelet(conn: socket.socket, request: dict[str, Any], stamp: int) -> int:  # pragma: no cover
     """In the grandchild: take a session, the connection as stdin, the requester's environment and directory, the warm
     kubelet's command line; run it. Exec'd instead where /proc cannot show that command line (reset finds a kubelet by
     it) or pykubeadm's code has changed since the zygote imported it."""
-    from pykubeadm.kubelet.forkserver import code_stamp, fresh_interpreter_state, run_pykubeadm, set_proc_args
+    from pykubeadm.kubelet.forkserver import (
+        code_stamp,
+        prepare_child,
+        run_as_new_interpreter,
+        run_pykubeadm,
+        set_proc_args,
+    )
+    from pykubeadm.layout import Layout
+    from pykubeadm.phases.kubeletservice import warm_kubelet_command
 
-    code = 1
-    try:
-        os.setsid()
-        os.dup2(conn.fileno(), 0)
-        conn.close()
-        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT, signal.SIGINT):
-            signal.signal(sig, signal.SIG_DFL)  # as a new interpreter finds them (an exec keeps an ignored one)
-        root = str(request["root"])
-        argv = warm_kubelet_argv(root, bool(request.get("fork_server")))
-        env = {str(k): str(v) for k, v in (request.get("env") or os.environ).items() if k != c.ROOT_DIR_ENV}
-        env[c.ROOT_DIR_ENV] = root
-        with contextlib.suppress(OSError):
-            os.chdir(str(request.get("cwd") or "/"))
-        shown = set_proc_args(argv, env)
-        os.write(0, f"{os.getpid()}\n".encode())  # once /proc shows what it is
-        if not shown or code_stamp() != stamp:  # a new interpreter, same pid
-            os.execve(sys.executable, argv, env)  # noqa: S606 - the warm kubelet's own command line, not a shell
-        os.environ.clear()
-        os.environ.update(env)
-        fresh_interpreter_state()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        random.seed()  # not the zygote's sequence
-        sys.argv = [str(Path(sys.modules["pykubeadm"].__file__ or "pykubeadm").with_name("__main__.py")), *argv[3:]]
-        code = run_pykubeadm(argv[3:])
-        import atexit
-
-        atexit._run_exitfuncs()
-    except BaseException:  # as a new interpreter would: the traceback on stderr (the kubelet's log once it has one)
-        import traceback
-
-        with contextlib.suppress(Exception):
-            traceback.print_exc()
-        code = 1
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(code)
+    os.setsid()
+    os.dup2(conn.fileno(), 0)
+    conn.close()
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    prepare_child()
+    root = str(request["root"])
+    argv = warm_kubelet_command(Layout(root=Path(root)), bool(request.get("fork_server")))
+    env = {str(k): str(v) for k, v in (request.get("env") or os.environ).items() if k != c.ROOT_DIR_ENV}
+    env[c.ROOT_DIR_ENV] = root
+    with contextlib.suppress(OSError):
+        os.chdir(str(request.get("cwd") or "/"))
+    shown = set_proc_args(argv, env)
+    os.write(0, f"{os.getpid()}\n".encode())  # once /proc shows what it is
+    if not shown or code_stamp() != stamp:  # a new interpreter, same pid
+        os.execve(sys.executable, argv, env)  # noqa: S606 - the warm kubelet's own command line, not a shell
+    return run_as_new_interpreter(argv, env, run_pykubeadm)

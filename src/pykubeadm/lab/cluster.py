@@ -347,14 +347,14 @@ def lab_up(
         _init_ha_first(lab_dir, cp, token, settings, lb, out, kubernetes_version)
     out(f"[lab] Creating {cp.name} on {cp.address} (root {cp.root}, datastore {datastore}, endpoint {endpoint})")
     args = ["init", "--config", str(cp.config_file)] + (["--upload-certs"] if ha else [])
-    # Workers can join once init has made the bootstrap token and the cluster-info ConfigMap (its bootstrap-token
-    # phase): they start then, while init applies the addons.
     if forkcli.can_fork():  # the kubelets' zygote, for this lab's life: the first node's warm kubelet comes from it
         from pykubeadm.kubelet import zygote
 
         zygote.start(zygote_socket(lab_dir))
         if lb is None:
             prewarm_kubelet(Layout(root=cp.root), control_plane=True, zygote=zygote_socket(lab_dir))
+    # Workers can join once init has made the bootstrap token and the cluster-info ConfigMap (its bootstrap-token
+    # phase): they start then, while init applies the addons.
     init = forkcli.start(cp.root, args, notify_after=_JOINABLE_AFTER_PHASE)
     planned = list(nodes)
     joining = []

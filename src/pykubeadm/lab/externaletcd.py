@@ -29,6 +29,7 @@ from pykubeadm.errors import KubeadmError
 from pykubeadm.lab.nodes import LAB_STATE_DIR, address_prefix
 from pykubeadm.layout import Layout
 from pykubeadm.phases.reset.processes import stop_processes
+from pykubeadm.util.procstat import cmdline
 
 __all__ = ["ExternalEtcd"]
 
@@ -207,14 +208,10 @@ class ExternalEtcd:
     def _pid(self, i: int) -> int | None:
         try:
             pid = int(self.pid_file(i).read_text().strip())
-            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except (OSError, ValueError):
             return None
-        return (
-            pid
-            if f"--name={self.names[i]}".encode() in args and str(self.lab_dir).encode() in b" ".join(args)
-            else None
-        )
+        args = cmdline(pid) or []
+        return pid if f"--name={self.names[i]}" in args and str(self.lab_dir) in " ".join(args) else None
 
     def stop(self, out: Out, timeout: float = 10.0) -> None:
         """Stop every member by its pid file."""

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pykubeadm import constants as c
 from pykubeadm.errors import KubeadmError
+from pykubeadm.util.procstat import cmdline
 
 __all__ = ["LoadBalancer", "ServerState", "haproxy_binary"]
 
@@ -119,10 +120,10 @@ class LoadBalancer:
         """The running HAProxy's pid (from the pid file; checked to be an haproxy with our config), or None."""
         try:
             pid = int(self.pid_file.read_text().split()[0])
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except (OSError, ValueError, IndexError):
             return None
-        ours = os.path.basename(cmdline[0]) == b"haproxy" and str(self.config_file).encode() in cmdline
+        args = cmdline(pid) or []
+        ours = bool(args) and os.path.basename(args[0]) == "haproxy" and str(self.config_file) in args
         return pid if ours else None
 
     def apply(self, servers: dict[str, str]) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 from pykubeadm import constants as c
 from pykubeadm.layout import Layout
 from pykubeadm.util.fs import ensure_dir
-from pykubeadm.util.procstat import is_running
+from pykubeadm.util.procstat import cmdline, is_running
 
 __all__ = [
     "discard_prewarmed_kubelets",
@@ -45,6 +45,7 @@ __all__ = [
     "start_kubelet",
     "stop_kubelet",
     "uses_systemd",
+    "warm_kubelet_command",
 ]
 
 #: The flag that makes `component kubelet` wait for its real flags on stdin (a warm start).
@@ -88,6 +89,12 @@ def kubelet_args(layout: Layout) -> list[str]:
 
 def _component_prefix(layout: Layout) -> list[str]:
     return [sys.executable, "-m", "pykubeadm", "--root-dir", str(layout.root), "component", "kubelet"]
+
+
+def warm_kubelet_command(layout: Layout, control_plane: bool = False) -> list[str]:
+    """A warm kubelet's command line (`prewarm_kubelet`; kubelet.zygote's warm kubelets show the same): its flags come
+    later, on stdin; a control plane's forks its fork server."""
+    return [*_component_prefix(layout), FLAGS_FROM_STDIN, *([FORK_SERVER] if control_plane else [])]
 
 
 def kubelet_command(layout: Layout) -> list[str]:
@@ -157,7 +164,7 @@ def prewarm_kubelet(layout: Layout, control_plane: bool = False, zygote: Path | 
             return
     with contextlib.suppress(OSError):  # only a speed-up: start_kubelet starts a cold kubelet without it
         proc = subprocess.Popen(
-            [*_component_prefix(layout), FLAGS_FROM_STDIN, *([FORK_SERVER] if control_plane else [])],
+            warm_kubelet_command(layout, control_plane),
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -196,12 +203,8 @@ def _start_prewarmed(layout: Layout) -> int | None:
 
 
 def _is_our_kubelet(pid: int, layout: Layout) -> bool:
-    try:
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    text = [a.decode(errors="replace") for a in args]
-    return "component" in text and "kubelet" in text and str(layout.root) in text
+    args = cmdline(pid) or []
+    return "component" in args and "kubelet" in args and str(layout.root) in args
 
 
 def kubelet_pid(layout: Layout) -> int | None:

@@ -73,7 +73,7 @@ def test_a_warm_kubelet_from_the_zygote_runs_as_any_kubelet_once_started(sock: P
 
     assert os.getsid(pid) == pid  # its own session: reset signals its process group
     assert _parent(pid) != _zygote_pid(sock)  # nobody's child (reparented), not the zygote's
-    assert cmdline(pid) == zygote.warm_kubelet_argv(str(layout.root), False)
+    assert cmdline(pid) == kubeletservice.warm_kubelet_command(layout)
     assert cmdline(pid)[0] == sys.executable
     assert _environ(pid)["PYKUBEADM_ROOT_DIR"] == str(layout.root)
     assert node_files(layout.root) == []  # it writes nothing while it waits
