@@ -5,7 +5,9 @@ events in order, then takes the lab down.
 What it shows: when init starts printing, when each kubelet gets its flags, when the control plane's containers start
 and serve, when the control plane's Node registers (the kubelet retries 0.1 s, 0.2 s, 0.4 s... apart, so a late
 kube-apiserver costs a whole retry), init's phases, and each worker's CSR, certificate and registration.
-Run: .venv/bin/python benchmarks/lab_timeline.py [--workers 2]
+With `--join`, the lab then waits until its Pods run and adds one more node (`lab join`), timed on its own clock
+(`join_events`, seconds since that command started).
+Run: .venv/bin/python benchmarks/lab_timeline.py [--workers 2] [--join]
 """
 
 from __future__ import annotations
@@ -73,10 +75,39 @@ def _serving_events(node: Path) -> list[tuple[float, str]]:
     return out
 
 
+def _lines(proc: Any, prefix: str) -> list[tuple[float, str]]:
+    """The time each of a command's output lines that begins with `[` arrived."""
+    assert proc.stdout is not None
+    return [(time.time(), prefix + line.strip()) for line in proc.stdout if line.strip().startswith("[")]
+
+
+def _timed_join(lab: Path, before: set[str]) -> dict[str, Any]:
+    """Once every Pod of the lab runs: one `lab join`, with the new node's kubelet events, on the join's clock."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from lab_up import _settle
+
+    _settle(lab)
+    t0 = time.time()
+    proc = _pykubeadm("lab", "join", "--dir", str(lab), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    events = _lines(proc, "lab join: ")
+    code = proc.wait()
+    took = time.time() - t0
+    for node in sorted(lab.iterdir()):
+        if node.name not in before and (node / "var/log/pykubeadm").is_dir():
+            events += _kubelet_events(node)
+    return {
+        "join_exit_code": code,
+        "join_s": round(took, 3),
+        "join_events": [{"t": round(t - t0, 3), "event": e} for t, e in sorted(events)],
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--join", action="store_true", help="then time one `lab join` into the settled lab")
     args = ap.parse_args()
+    join: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="lab-timeline") as tmp:
         lab = Path(tmp) / "lab"
         t0 = time.time()
@@ -101,6 +132,8 @@ def main() -> None:
             nodes = [p for p in sorted(lab.iterdir()) if (p / "var/log/pykubeadm").is_dir()]
             for node in nodes:
                 events += _kubelet_events(node) + _serving_events(node)
+            if args.join and code == 0:
+                join = _timed_join(lab, {p.name for p in nodes})
         finally:
             _pykubeadm("lab", "down", "--dir", str(lab), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).wait()
     report = {
@@ -109,6 +142,7 @@ def main() -> None:
         "exit_code": code,
         "lab_up_s": round(up, 3),
         "events": [{"t": round(t - t0, 3), "event": e} for t, e in sorted(events)],
+        **join,
     }
     print(json.dumps(report, indent=1))
 

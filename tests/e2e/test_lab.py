@@ -4,6 +4,7 @@ see, kubeadm's own e2e assertions (anchors §4.5), token create/delete, join fai
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import ipaddress
 import json
 import os
@@ -385,10 +386,11 @@ def test_token_create_print_join_command_joins_a_node_and_delete_removes_it(lab:
     assert _wait(lambda: _token_rejected(lab, token), 30)
     # joining with the deleted token now fails with the token named as the cause, and writes nothing
     _assert_join_fails(lab, "after-delete", endpoint, token, ca_hash, "rejected the token")
-    # the node joined by hand is not one of the lab's: reset it as its admin would
+    # the node joined by hand is not one of the lab's: reset and delete it as its admin would
     res = pykubeadm("reset", "-f", root=lab.root(name))
     assert res.returncode == 0, res.stderr
     assert not _processes_under(lab.root(name))
+    lab.kubectl("delete", "node", name)
 
 
 def _join_config(path: Path, name: str, endpoint: str, token: str, ca_hash: str, timeout: str = "3s") -> None:
@@ -422,20 +424,25 @@ def _assert_join_fails(lab: Lab, case: str, endpoint: str, token: str, ca_hash: 
     return res.stderr
 
 
-def test_join_failures_each_say_what_is_wrong(lab: Lab) -> None:
-    cp = lab.root("lab-control-plane")
-    endpoint = f"{PREFIX}1:6443"
-    ca_hash = (
+def _openssl_ca_pin(lab: Lab) -> str:
+    """The cluster CA's public key pin, computed with the openssl CLI (kubeadm's documented recipe)."""
+    ca = lab.root("lab-control-plane") / "etc/kubernetes/pki/ca.crt"
+    return (
         "sha256:"
         + subprocess.run(
-            f"openssl x509 -pubkey -noout -in {cp}/etc/kubernetes/pki/ca.crt | openssl pkey -pubin -outform der "
-            "| openssl dgst -sha256 -hex",
+            f"openssl x509 -pubkey -noout -in {ca} | openssl pkey -pubin -outform der | openssl dgst -sha256 -hex",
             shell=True,
             capture_output=True,
             text=True,
             check=True,
         ).stdout.split()[-1]
     )
+
+
+def test_join_failures_each_say_what_is_wrong(lab: Lab) -> None:
+    cp = lab.root("lab-control-plane")
+    endpoint = f"{PREFIX}1:6443"
+    ca_hash = _openssl_ca_pin(lab)
     # wrong CA hash
     _assert_join_fails(lab, "wrong-hash", endpoint, lab.token, "sha256:" + "0" * 64, "are pinned")
     # expired token (the token cleaner deletes it; a short TTL stands in for "expired")
@@ -485,6 +492,23 @@ def _assert_tampered_cluster_info_is_refused(lab: Lab, ca_hash: str) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_lab_join_adds_a_ready_worker_pinned_to_the_cluster_ca(lab: Lab) -> None:
+    """`lab join` (its `join` forked by the lab's zygote) adds a Ready worker that joined with the CA pin openssl
+    computes; the lab keeps that pin beside the digest of the CA certificate it belongs to."""
+    res = pykubeadm("lab", "join", "--dir", str(lab.dir))
+
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "[lab] lab-worker3 is Ready" in res.stdout
+    node = json.loads(lab.kubectl("get", "node", "lab-worker3", "-o", "json").stdout)
+    assert {c["type"]: c["status"] for c in node["status"]["conditions"]}["Ready"] == "True"
+    assert "This node has joined the cluster" in (lab.dir / ".lab/lab-worker3.log").read_text()
+    pin = _openssl_ca_pin(lab)
+    config = next(yaml.safe_load_all((lab.dir / ".lab/lab-worker3.yaml").read_text()))
+    assert config["discovery"]["bootstrapToken"]["caCertHashes"] == [pin]
+    ca = (lab.root("lab-control-plane") / "etc/kubernetes/pki/ca.crt").read_bytes()
+    assert (lab.dir / ".lab/ca-cert-hash").read_text().split() == [hashlib.sha256(ca).hexdigest(), pin]
 
 
 def test_zz_reset_every_node_then_lab_up_again_in_the_same_dir(lab: Lab) -> None:

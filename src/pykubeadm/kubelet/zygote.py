@@ -19,6 +19,14 @@ child (it is reparented as an exec'd warm kubelet is once the command that start
 - execs that command line instead of running on if pykubeadm's code has changed since the zygote started (an upgrade
   or an edit: the zygote holds the code it imported), keeping its pid.
 
+It forks a node's `pykubeadm` command as well (`Command.request`, for `lab join`): the request names the command line
+(`{"command": ["--root-dir", ROOT, "join", ...], "log": FILE, "modules": [...], "warm_kubelet": ROOT}`), the zygote
+imports the modules named (once; `preload` asks for them ahead, as `lab up` does when it is done) and forks twice. The command runs in a session of its own with its output appended to the log file, the asker's
+environment and directory, and the command line of `python -m pykubeadm ARGS...` in /proc; it first asks the zygote
+for its node's warm kubelet, so that `join` finds it waiting as a forked `join` of `lab up` does. On the connection it
+writes its pid, then `exit CODE` when it ends (EOF without it: killed). So `lab join` skips the ~0.2 s of CPU that
+importing `join` takes, on its critical path. As for a warm kubelet, a changed pykubeadm is run as a new interpreter.
+
 Nothing here holds a flag or a credential: the zygote forks before any is read, as the fork server does.
 """
 
@@ -42,7 +50,7 @@ from pykubeadm import constants as c
 # The zygote's own side imports kubelet.forkserver (its fork and /proc helpers) when it runs: the lab process, which
 # only starts the zygote and asks it for warm kubelets, does not need them.
 
-__all__ = ["SOCKET_NAME", "ZYGOTE_FLAG", "WarmKubelet", "listen", "serve", "start", "stop"]
+__all__ = ["SOCKET_NAME", "ZYGOTE_FLAG", "Command", "WarmKubelet", "listen", "preload", "serve", "start", "stop"]
 
 #: The socket's file name in the lab's state dir; the zygote's pid is in the same name with `.pid`.
 SOCKET_NAME = "kubelet-zygote.sock"
@@ -196,6 +204,109 @@ class WarmKubelet:
         self.sock.close()
 
 
+class Command:
+    """A `pykubeadm` command the zygote forked for this process (lab.forkcli.Child's interface): `pid`, `poll()`,
+    `wait()`, `terminate()`."""
+
+    def __init__(self, sock: socket.socket, pid: int) -> None:
+        self.sock = sock
+        self.pid = pid
+        self.returncode: int | None = None
+        self._buf = b""
+
+    @classmethod
+    def request(
+        cls, path: Path, args: list[str], log: Path | None, modules: tuple[str, ...] = (), warm_kubelet: str = ""
+    ) -> Command | None:
+        """Have the zygote at `path` run `pykubeadm ARGS...` (output appended to `log`), after importing `modules`, with the warm kubelet of node root `warm_kubelet` asked for first; None if there is no zygote
+        to ask (the caller runs the command itself)."""
+        if not path.exists():
+            return None
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        request = {
+            "command": args,
+            "log": str(log) if log is not None else None,
+            "modules": list(modules),
+            "warm_kubelet": warm_kubelet,
+            "env": {k: v for k, v in os.environ.items() if k != c.ROOT_DIR_ENV},
+            "cwd": os.getcwd(),
+        }
+        try:
+            sock.connect(str(path))
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            sock.settimeout(_PID_TIMEOUT)
+            command = cls(sock, 0)
+            line = command._line()
+            command.pid = int(line) if line and line.strip().isdigit() else 0
+        except (OSError, ValueError):
+            sock.close()
+            return None
+        if command.pid <= 0:  # the zygote refused it (or is gone): nothing was started
+            sock.close()
+            return None
+        return command
+
+    def _line(self) -> bytes | None:
+        """The next line the command wrote; None at EOF."""
+        while b"\n" not in self._buf:
+            chunk = self.sock.recv(4096)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line
+
+    def _finish(self) -> int:
+        line = self._line()
+        self.sock.close()
+        word, _, code = (line or b"").partition(b" ")
+        self.returncode = int(code) if word == b"exit" and code.lstrip(b"-").isdigit() else 1
+        return self.returncode
+
+    def poll(self) -> int | None:
+        """The exit code if the command has ended, else None (never blocks)."""
+        if self.returncode is None:
+            ended = b"\n" in self._buf
+            if not ended:
+                self.sock.setblocking(False)
+                try:
+                    self.sock.recv(1, socket.MSG_PEEK)  # its exit line, or EOF
+                    ended = True
+                except BlockingIOError:
+                    pass
+                finally:
+                    self.sock.setblocking(True)
+            if ended:
+                return self._finish()
+        return self.returncode
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            self.sock.settimeout(None)
+            return self._finish()
+        return self.returncode
+
+    def terminate(self) -> None:
+        """SIGTERM to the command's process group, if it has not ended."""
+        if self.poll() is None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.pid, signal.SIGTERM)
+
+
+def preload(path: Path, modules: tuple[str, ...]) -> bool:
+    """Have the zygote at `path` import `modules` now, ahead of the commands that need them; whether it
+    was asked. It does so between requests; the caller does not wait."""
+    if not path.exists():
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        try:
+            sock.connect(str(path))
+            sock.sendall(json.dumps({"preload": list(modules)}).encode() + b"\n")
+        except OSError:
+            return False
+    return True
+
+
 # --- the zygote (`pykubeadm component kubelet --zygote SOCKET`) ----------------------------------------------------
 
 
@@ -232,6 +343,12 @@ def serve(path: Path) -> NoReturn:  # pragma: no cover - runs in the zygote proc
         try:
             conn.settimeout(None)
             request = _read_request(conn)
+            if _import(request.get("preload") or request.get("modules") or ()):
+                gc.freeze()
+            if "preload" in request:
+                conn.close()
+                continue
+            become = _become_command if "command" in request else _become_warm_kubelet
             child = os.fork()
         except Exception:  # a client that sent no proper request (or no fork): it gets EOF, and starts an interpreter
             conn.close()
@@ -240,12 +357,26 @@ def serve(path: Path) -> NoReturn:  # pragma: no cover - runs in the zygote proc
             try:
                 listener.close()
                 if os.fork() == 0:
-                    exit_child(functools.partial(_become_warm_kubelet, conn, request, stamp))
+                    exit_child(functools.partial(become, conn, request, stamp, path))
             finally:
                 os._exit(0)
         conn.close()
         with contextlib.suppress(ChildProcessError):
             os.waitpid(child, 0)
+
+
+def _import(modules: Any) -> bool:
+    """Import the named modules not yet imported (pykubeadm's, the libraries it runs on); whether any was new. One
+    that fails is left to the command, which fails on it visibly."""
+    import importlib
+
+    new = False
+    for name in modules if isinstance(modules, list) else ():
+        if isinstance(name, str) and name not in sys.modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+                new = True
+    return new
 
 
 def _still_listening(path: Path, inode: int) -> bool:
@@ -276,12 +407,23 @@ def _read_request(conn: socket.socket) -> dict[str, Any]:
         time.sleep(0.001)  # the rest of the line is on its way
     conn.settimeout(None)
     request = json.loads(line)
-    if not isinstance(request, dict) or not isinstance(request.get("root"), str) or not request["root"]:
+    if not isinstance(request, dict):
+        raise ValueError("a request is a JSON object")
+    if "preload" in request:
+        return request
+    if "command" in request:
+        args = request["command"]
+        if not isinstance(args, list) or not args or not all(isinstance(a, str) for a in args):
+            raise ValueError("a command is a list of arguments")
+        return request
+    if not isinstance(request.get("root"), str) or not request["root"]:
         raise ValueError("a request names a node root")
     return request
 
 
-def _become_warm_kubelet(conn: socket.socket, request: dict[str, Any], stamp: int) -> int:  # pragma: no cover
+def _become_warm_kubelet(  # pragma: no cover - runs in the zygote's grandchild
+    conn: socket.socket, request: dict[str, Any], stamp: int, _: Path
+) -> int:
     """In the grandchild: take a session, the connection as stdin, the requester's environment and directory, the warm
     kubelet's command line; run it. Exec'd instead where /proc cannot show that command line (reset finds a kubelet by
     it) or pykubeadm's code has changed since the zygote imported it."""
@@ -311,3 +453,47 @@ def _become_warm_kubelet(conn: socket.socket, request: dict[str, Any], stamp: in
     if not shown or code_stamp() != stamp:  # a new interpreter, same pid
         os.execve(sys.executable, argv, env)  # noqa: S606 - the warm kubelet's own command line, not a shell
     return run_as_new_interpreter(argv, env, run_pykubeadm)
+
+
+def _become_command(conn: socket.socket, request: dict[str, Any], stamp: int, path: Path) -> int:  # pragma: no cover
+    """In the grandchild: take a session, the log file as stdout and stderr, the asker's environment and directory and
+    `python -m pykubeadm ARGS...` as command line; ask for the node's warm kubelet; run the command; write its exit
+    code on the connection. A changed pykubeadm runs as a new interpreter instead, waited for."""
+    from pykubeadm.kubelet.forkserver import code_stamp, prepare_child, run_as_new_interpreter, set_proc_args
+    from pykubeadm.util.fs import redirect_stdio
+
+    os.setsid()
+    status = conn.detach()
+    log = request.get("log")
+    redirect_stdio(str(log) if log else os.devnull)
+    os.closerange(3, status)
+    os.closerange(status + 1, os.sysconf("SC_OPEN_MAX"))
+    prepare_child()
+    args = [str(a) for a in request["command"]]
+    argv = [sys.executable, "-m", "pykubeadm", *args]
+    env = {str(k): str(v) for k, v in (request.get("env") or os.environ).items() if k != c.ROOT_DIR_ENV}
+    with contextlib.suppress(OSError):
+        os.chdir(str(request.get("cwd") or "/"))
+    set_proc_args(argv, env)
+    os.write(status, f"{os.getpid()}\n".encode())
+    code = 1
+    try:
+        if code_stamp() != stamp:
+            code = subprocess.call(argv, env=env)
+        else:
+            code = run_as_new_interpreter(argv, env, functools.partial(_run_command, path, request))
+    finally:
+        with contextlib.suppress(OSError):
+            os.write(status, f"exit {code}\n".encode())
+    return code
+
+
+def _run_command(path: Path, request: dict[str, Any], args: list[str]) -> int:  # pragma: no cover - grandchild
+    from pykubeadm.kubelet.forkserver import run_pykubeadm
+    from pykubeadm.layout import Layout
+    from pykubeadm.phases.kubeletservice import prewarm_kubelet
+
+    root = request.get("warm_kubelet")
+    if isinstance(root, str) and root:
+        prewarm_kubelet(Layout(root=Path(root)), zygote=path)  # the command finds it waiting, as a forked join does
+    return run_pykubeadm(args)

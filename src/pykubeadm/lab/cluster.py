@@ -13,6 +13,7 @@ the load balancer once it has joined. The lab's settings are in `.lab/lab.yaml`,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -20,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -54,6 +55,9 @@ from pykubeadm.phases.kubeletservice import (
 from pykubeadm.util.fs import write_file_atomic
 from pykubeadm.util.yamlload import load_yaml, load_yaml_all
 
+if TYPE_CHECKING:
+    from pykubeadm.kubelet.zygote import Command
+
 __all__ = [
     "DATASTORES",
     "admin_kubeconfig",
@@ -80,6 +84,8 @@ _POLL_WHILE_JOINING = 0.25
 #: --datastore values: the embedded SQLite store, stacked etcd members, a separate 3-member etcd cluster.
 DATASTORES = ("sqlite", "etcd", "external-etcd")
 _CERTIFICATE_KEY_FILE = "certificate-key"
+#: The cluster CA's public key pin, with the digest of the CA certificate it belongs to (see _ca_hash).
+_CA_HASH_FILE = "ca-cert-hash"
 
 
 def pykubeadm_command(node: LabNode, *args: str) -> list[str]:
@@ -133,15 +139,34 @@ _JOINABLE_AFTER_PHASE = "bootstrap-token"
 
 
 def _ca_hash(lab_dir: Path) -> str:
-    # cryptography (~50 ms) is imported here, after `lab join` has started the new node's kubelet interpreter.
+    """The CA's public key pin for `--discovery-token-ca-cert-hash`. Kept in the lab's state dir beside the SHA-256 of
+    the CA certificate it was computed from, so that `lab join` does not load cryptography (~50 ms, on its critical
+    path) while the CA is unchanged."""
+    import hashlib
+
+    for n in lab_nodes(lab_dir):
+        path = Layout(n.root).pki_dir / f"{c.CA_CERT_AND_KEY_BASE_NAME}.crt"
+        if not n.control_plane or not path.exists():
+            continue
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        cache = state_dir(lab_dir) / _CA_HASH_FILE
+        with contextlib.suppress(OSError, ValueError):
+            cached_digest, pin = cache.read_text().split()
+            if cached_digest == digest and pin.startswith("sha256:"):
+                return pin
+        computed = _compute_ca_hash(path.parent)
+        if computed is not None:
+            write_file_atomic(cache, f"{digest} {computed}\n", 0o644)
+            return computed
+    raise KubeadmError(f"lab: no control plane in {lab_dir} has a CA certificate left")
+
+
+def _compute_ca_hash(pki_dir: Path) -> str | None:
     from pykubeadm.pki.certs import try_load_cert
     from pykubeadm.pki.keys import public_key_pin
 
-    for n in lab_nodes(lab_dir):
-        cert = try_load_cert(Layout(n.root).pki_dir, c.CA_CERT_AND_KEY_BASE_NAME) if n.control_plane else None
-        if cert is not None:
-            return public_key_pin(cert.public_key())
-    raise KubeadmError(f"lab: no control plane in {lab_dir} has a CA certificate left")
+    cert = try_load_cert(pki_dir, c.CA_CERT_AND_KEY_BASE_NAME)
+    return public_key_pin(cert.public_key()) if cert is not None else None
 
 
 def _token(lab_dir: Path) -> str:
@@ -160,7 +185,7 @@ def _start_join(node: LabNode, endpoint: str, token: str, ca_hash: str) -> forkc
     return _start(node, "join", "--config", str(node.config_file))
 
 
-Joins = dict[str, tuple[LabNode, forkcli.Child]]
+Joins = dict[str, tuple[LabNode, "forkcli.Child | Command"]]
 
 
 def _reap_joins(procs: Joins, failed: list[LabNode], out: Out, block: bool) -> None:
@@ -370,7 +395,7 @@ def lab_up(
         discard_prewarmed_kubelets()
         raise init_failed()
     ca_hash = _ca_hash(lab_dir)
-    procs = {}
+    procs: Joins = {}
     for node in joining:  # workers join while the control planes join one after another
         nodes.append(node)
         save_registry(lab_dir, nodes)
@@ -392,6 +417,9 @@ def lab_up(
         _join_control_plane(lab_dir, node, settings, token, ca_hash, out)
     wait_ready(lab_dir, [n.name for n in nodes], out, joins=procs)
     out(f"[lab] {len(nodes)} node(s) Ready after {time.monotonic() - start:.1f}s")
+    from pykubeadm.kubelet import zygote
+
+    zygote.preload(zygote_socket(lab_dir), forkcli.join_modules())  # `lab join` finds join imported
     out(_look_around(lab_dir))
     return nodes
 
@@ -499,6 +527,8 @@ def lab_join(lab_dir: Path, out: Out = print, control_plane: bool = False, name:
         nodes.append(node)
         save_registry(lab_dir, nodes)
     first = next(n for n in nodes if n.control_plane)
+    if not control_plane and _join_from_zygote(lab_dir, node, first, s, out):
+        return node
     if not control_plane:
         _prepare_joins(lab_dir, [node.root])  # first: the new kubelet is warm while this process works
     write_image_map(node, _image_map_of(first))
@@ -518,6 +548,32 @@ def lab_join(lab_dir: Path, out: Out = print, control_plane: bool = False, name:
         return node
     wait_ready(lab_dir, [node.name], out)
     return node
+
+
+def _join_from_zygote(lab_dir: Path, node: LabNode, first: LabNode, s: LabSettings, out: Out) -> bool:
+    """A worker's `join`, forked by the lab's zygote (kubelet.zygote: it has imported what `join` runs, and forks the
+    node's warm kubelet for it), then wait for the Node to be Ready; False, having done nothing, without a zygote."""
+    from pykubeadm.kubelet.zygote import Command
+
+    sock = zygote_socket(lab_dir)
+    if not sock.exists():
+        return False
+    write_image_map(node, _image_map_of(first))
+    lb = load_balancer(lab_dir, s)
+    endpoint = lb.endpoint if lb else f"{first.address}:{c.KUBE_APISERVER_PORT}"
+    write_node_files(node, join_config(node, endpoint, _token(lab_dir), _ca_hash(lab_dir)))
+    args = ["--root-dir", str(node.root), "join", "--config", str(node.config_file)]
+    proc = Command.request(sock, args, node.log_file, forkcli.join_modules(), warm_kubelet=str(node.root))
+    if proc is None:
+        return False
+    out(f"[lab] Joining {node.name} on {node.address}")
+    try:
+        _import_api_client()  # while the join runs
+        wait_ready(lab_dir, [node.name], out, joins={node.name: (node, proc)})
+    except BaseException:
+        proc.terminate()
+        raise
+    return True
 
 
 def lab_down(lab_dir: Path, out: Out = print) -> None:

@@ -30,7 +30,7 @@ from pykubeadm import constants as c
 from pykubeadm.phases.kubeletservice import discard_prewarmed_kubelets, release_prewarmed_kubelets
 from pykubeadm.util.fs import redirect_stdio
 
-__all__ = ["JOIN_MODULES", "Child", "can_fork", "preload", "preload_join", "start"]
+__all__ = ["JOIN_MODULES", "Child", "can_fork", "join_modules", "preload", "preload_join", "start"]
 
 #: The modules of the `join` command itself (see preload_join).
 JOIN_MODULES = ("pykubeadm.cli.join", "pykubeadm.api", "pykubeadm.phases.join")
@@ -89,12 +89,17 @@ def preload(modules: tuple[str, ...]) -> None:
         importlib.import_module(name)
 
 
-def preload_join() -> None:
+def join_modules() -> tuple[str, ...]:
     """What a worker `join` imports when it runs: JOIN_MODULES, then what its phases import in their run functions."""
-    preload(JOIN_MODULES)
     from pykubeadm.phases.join import WORKER_RUN_MODULES
 
-    preload(WORKER_RUN_MODULES)
+    return JOIN_MODULES + WORKER_RUN_MODULES
+
+
+def preload_join() -> None:
+    """Import what a worker `join` runs (`join_modules()`)."""
+    preload(JOIN_MODULES)
+    preload(join_modules())
 
 
 def start(root: Path, args: list[str], log: Path | None = None, notify_after: str | None = None) -> Child:

@@ -166,3 +166,89 @@ def test_stop_leaves_alone_a_process_that_is_not_the_zygote(tmp_path: Path) -> N
 
     assert zygote.stop(path) is False
     assert alive(os.getpid())
+
+
+# --- a node's command, forked by the zygote (`lab join`) -------------------------------------------------------------
+
+_BLOCKED_JOIN = """\
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+discovery:
+  bootstrapToken:
+    apiServerEndpoint: 127.0.0.1:{port}
+    token: abcdef.0123456789abcdef
+    unsafeSkipCAVerification: true
+nodeRegistration:
+  name: zygote-node
+"""
+
+
+def _warm_kubelets(layout: Layout) -> list[int]:
+    """The warm kubelets waiting for `layout`'s node root."""
+    want = kubeletservice.warm_kubelet_command(layout)
+    return [pid for pid in (int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()) if cmdline(pid) == want]
+
+
+def test_a_command_from_the_zygote_runs_in_its_own_session_with_its_node_warm_kubelet(
+    sock: Path, layout: Layout, tmp_path: Path
+) -> None:
+    """A join that waits for an API server no one serves: it shows the command line it was asked for, in a session of
+    its own, nobody's child; the node's warm kubelet waits beside it; stopped, it reports a failure and its warm
+    kubelet, never started, ends."""
+    config = tmp_path / "join.yaml"
+    config.write_text(_BLOCKED_JOIN.format(port=free_port()))
+    log = tmp_path / "join.log"
+    args = ["--root-dir", str(layout.root), "join", "--config", str(config), "--ignore-preflight-errors=all"]
+
+    proc = zygote.Command.request(sock, args, log, ("pykubeadm.cli.join",), warm_kubelet=str(layout.root))
+
+    assert proc is not None
+    try:
+        assert os.getsid(proc.pid) == proc.pid
+        assert _parent(proc.pid) not in (os.getpid(), _zygote_pid(sock))
+        assert cmdline(proc.pid) == [sys.executable, "-m", "pykubeadm", *args]
+        assert "PYKUBEADM_ROOT_DIR" not in _environ(proc.pid)  # as the lab's forked joins: the node is --root-dir
+        warm = wait_until(lambda: _warm_kubelets(layout), 20, "the node's warm kubelet")
+        wait_until(lambda: "pre-flight checks" in log.read_text(), 20, "join's first line in its log")
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+    assert proc.wait() != 0
+    for pid in warm:  # type: ignore[attr-defined]
+        wait_until(lambda pid=pid: not alive(pid), 10, "the warm kubelet to end")
+    assert node_files(layout.root) == []
+
+
+def test_a_command_from_the_zygote_gives_its_exit_code_and_output(sock: Path, tmp_path: Path) -> None:
+    log = tmp_path / "out.log"
+    ok = zygote.Command.request(sock, ["version", "-o", "short"], log)
+    assert ok is not None
+    assert ok.wait() == 0
+    assert log.read_text().strip().startswith("v1.33")
+
+    failed = zygote.Command.request(sock, ["join", "--config", str(tmp_path / "missing.yaml")], log)
+    assert failed is not None
+    assert wait_until(lambda: failed.poll() is not None, 30, "the join to fail")
+    assert failed.returncode == 1
+    assert "missing.yaml" in log.read_text()  # the command's own message
+
+
+def test_the_zygote_refuses_a_malformed_command_and_goes_on(sock: Path, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
+        raw.connect(str(sock))
+        raw.sendall(json.dumps({"command": "version"}).encode() + b"\n")  # not a list of arguments
+        raw.settimeout(10)
+        assert raw.recv(64) == b""  # EOF: nothing was started
+    assert zygote.preload(sock, ("pykubeadm.no_such_module", "json.tool")) is True
+
+    log = tmp_path / "out.log"
+    proc = zygote.Command.request(sock, ["version", "-o", "short"], log)
+    assert proc is not None and proc.wait() == 0
+
+
+def test_without_a_zygote_no_command_is_started(tmp_path: Path) -> None:
+    missing = tmp_path / zygote.SOCKET_NAME
+    assert zygote.Command.request(missing, ["version"], None) is None
+    assert zygote.preload(missing, ("json",)) is False
