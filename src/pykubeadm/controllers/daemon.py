@@ -14,15 +14,18 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from pykubeadm import constants as c
 from pykubeadm.controllers.flags import GoDuration, bool_flag
-from pykubeadm.controllers.serving import HealthCheck, HealthServer
 from pykubeadm.util import gctuning
-from pykubeadm.util.leaderelection import LeaderElector, LeaseLock, new_identity
+
+if TYPE_CHECKING:  # kube-proxy and CoreDNS use this shell's logging and signals only: not the HTTPS health server's
+    # imports (cryptography, delegated authentication), nor the leader election's
+    from pykubeadm.controllers.serving import HealthCheck, HealthServer
+    from pykubeadm.util.leaderelection import LeaderElector
 
 __all__ = [
     "configure_logging",
@@ -84,6 +87,8 @@ def new_elector(
     log: logging.Logger,
 ) -> LeaderElector:
     """An elector on the Lease `namespace/name` with a fresh identity; new leaders are logged."""
+    from pykubeadm.util.leaderelection import LeaderElector, LeaseLock, new_identity
+
     return LeaderElector(
         LeaseLock(client, namespace, name, new_identity()),
         lease_duration=lease_duration.total_seconds(),

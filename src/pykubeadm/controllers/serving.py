@@ -9,6 +9,7 @@ authenticated and authorized through the API, and `/metrics` serves the componen
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 import os
@@ -173,8 +174,18 @@ class HealthServer:
         return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
 
     async def start(self) -> None:
-        if self.auth is not None:
-            await self.auth.start()
+        # Without a certificate the serving pair is made here: two RSA-2048 keys (tens of ms each, the GIL released),
+        # in a thread while the client CA is looked up from the API, which may still be starting.
+        tls = asyncio.ensure_future(
+            asyncio.to_thread(_ssl_context, self.cert_file, self.key_file, self.bind_address, self.auth)
+        )
+        try:
+            if self.auth is not None:
+                await self.auth.start()
+            ssl_context = await tls
+        except BaseException:
+            tls.cancel()
+            raise
         app = web.Application(middlewares=[self.auth.middleware()] if self.auth is not None else [])
         if self.metrics is not None and self.auth is not None:
             app.router.add_get("/metrics", self._metrics)
@@ -189,7 +200,7 @@ class HealthServer:
             self._runner,
             self.bind_address,
             self.port,
-            ssl_context=_ssl_context(self.cert_file, self.key_file, self.bind_address, self.auth),
+            ssl_context=ssl_context,
         )
         await site.start()
 

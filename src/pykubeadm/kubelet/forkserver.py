@@ -71,6 +71,8 @@ COMPONENT_MODULES = (
 #: The entrypoint of a built-in component's image (kubelet.runtime.resolve_program), less its name.
 _ENTRYPOINT = (sys.executable, "-m", "pykubeadm", "component")
 _FORKED = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+#: How long the server waits without a request before it imports one more of the modules only a restart needs.
+_LATE_IMPORT_IDLE = 5.0
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_MM = 35
@@ -283,18 +285,32 @@ def _serve(sock: socket.socket, modules: Sequence[str], runner: Runner, kubelet:
     os.close(null)
     sel = selectors.DefaultSelector()
     sel.register(sock, selectors.EVENT_READ, None)
-    for name in modules:
+    started: set[str] = set()
+    pending = list(modules)
+    while pending and not started.issuperset(_FORKED):
         with contextlib.suppress(Exception):  # a module that fails here fails again, visibly, in the container
-            importlib.import_module(name)
-        while _handle(sel, sock, runner, timeout=0):  # every request waiting, before the next import
+            importlib.import_module(pending.pop(0))
+        while _handle(sel, sock, runner, timeout=0, started=started):  # every request waiting, before the next import
             pass
     gc.freeze()  # what the containers inherit stays out of their collections
+    # Once every component has been forked, what is left to import serves only a restart: imported when the node has
+    # been quiet for a while, not while the components it just forked start (they imported it themselves).
     while True:
-        _handle(sel, sock, runner, timeout=None)
+        if not _handle(sel, sock, runner, timeout=_LATE_IMPORT_IDLE if pending else None) and pending:
+            with contextlib.suppress(Exception):
+                importlib.import_module(pending.pop(0))
+            gc.freeze()
 
 
-def _handle(sel: selectors.BaseSelector, sock: socket.socket, runner: Runner, timeout: float | None) -> bool:
-    """Serve what is ready (a request, an ended container); whether there was anything."""
+def _handle(
+    sel: selectors.BaseSelector,
+    sock: socket.socket,
+    runner: Runner,
+    timeout: float | None,
+    started: set[str] | None = None,
+) -> bool:
+    """Serve what is ready (a request, an ended container); whether there was anything. The components forked are
+    added to `started`."""
     events = sel.select(timeout)
     for key, _ in events:
         if key.data is None:
@@ -318,6 +334,8 @@ def _handle(sel: selectors.BaseSelector, sock: socket.socket, runner: Runner, ti
                     os.close(fd)
             sel.register(pidfd, selectors.EVENT_READ, pid)
             _send(sock, {"id": request["id"], "pid": pid})
+            if started is not None:
+                started.update(str(a) for a in request.get("argv", [])[len(_ENTRYPOINT) : len(_ENTRYPOINT) + 1])
         else:
             sel.unregister(key.fileobj)
             os.close(key.fd)

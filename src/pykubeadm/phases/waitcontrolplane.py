@@ -8,12 +8,14 @@ static Pod manifest's probe names (scheme, host, port, path), as kubeadm derives
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
@@ -99,12 +101,26 @@ def _refused(url: str) -> str | None:
     return None
 
 
-def _check_once(url: str, timeout: float = 2.0) -> str | None:
-    """None when healthy, else the error text."""
+def _insecure_client(timeout: float = 2.0) -> Any:
+    """An HTTP client that does not verify the server's certificate (kubeadm's health checks do not either)."""
     import httpx2 as httpx  # only the phase that waits needs the HTTP client
 
+    return httpx.Client(verify=False, timeout=timeout, trust_env=False)
+
+
+def _check_once(url: str, client: Any = None) -> str | None:
+    """None when healthy, else the error text. With `client` (`_insecure_client()`), its kept-alive connection is
+    used: no new TLS handshake per poll."""
+    import httpx2 as httpx
+
     try:
-        r = httpx.get(url, verify=False, timeout=timeout)
+        if client is None:
+            with _insecure_client() as own:
+                r = own.get(url)
+        else:
+            r = client.get(url)
+    except httpx.ConnectError as err:  # the component went away: Go's text if its port is closed now
+        return _refused(url) or f'Get "{url}": {err}'
     except httpx.HTTPError as err:
         return f'Get "{url}": {err}'
     if r.status_code != 200:
@@ -124,13 +140,17 @@ def wait_healthy(
 
     def one(check: ComponentCheck) -> tuple[ComponentCheck, float]:
         last: str | None = "not checked"
-        while time.monotonic() - start < timeout:
-            refused = _refused(check.url)
-            last = refused or _check_once(check.url)
-            if last is None:
-                return check, time.monotonic() - start
-            # until the port is open a check is one TCP connect: look often; then a request each time
-            time.sleep(interval if refused else max(interval, REQUEST_INTERVAL))
+        with contextlib.ExitStack() as stack:
+            client = None
+            while time.monotonic() - start < timeout:
+                refused = _refused(check.url) if client is None else None
+                if not refused and client is None:  # then one client, its connection kept alive from poll to poll
+                    client = stack.enter_context(_insecure_client())
+                last = refused or _check_once(check.url, client)
+                if last is None:
+                    return check, time.monotonic() - start
+                # until the port is open a check is one TCP connect: look often; then a request each time
+                time.sleep(interval if refused else max(interval, REQUEST_INTERVAL))
         raise KubeadmError(f"{check.name} check failed at {check.url}: {last}")
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(checks))) as pool:

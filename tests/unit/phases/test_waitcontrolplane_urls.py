@@ -66,3 +66,50 @@ def test_an_open_port_is_checked_with_a_request() -> None:
             wait_healthy([ComponentCheck("The kubelet", url)], 0.3, lambda _line: None)
     assert "connection refused" not in str(err.value)
     assert str(err.value).startswith(f'The kubelet check failed at {url}: Get "{url}": ')
+
+
+def test_a_component_is_polled_over_one_kept_alive_tls_connection(tmp_path: Path) -> None:
+    """Until healthy, each poll is a request on the same connection: no new TLS handshake per poll (the component
+    pays for each one while it starts)."""
+    import ssl
+    import subprocess
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    key, cert = tmp_path / "tls.key", tmp_path / "tls.crt"
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    out = ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost", "-days", "1"]
+    subprocess.run(["openssl", "req", "-x509", *ec, *out], check=True, capture_output=True)
+    peers: list[int] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            peers.append(self.client_address[1])
+            healthy = len(peers) >= 3
+            body = b"ok" if healthy else b"[-]poststarthook/rbac/bootstrap-roles failed"
+            self.send_response(200 if healthy else 500)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    lines: list[str] = []
+    try:
+        url = f"https://127.0.0.1:{server.server_address[1]}/livez"
+        wait_healthy([ComponentCheck("kube-apiserver", url)], 10, lines.append)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(lines) == 1 and lines[0].startswith("[control-plane-check] kube-apiserver is healthy after ")
+    assert len(peers) == 3
+    assert len(set(peers)) == 1  # one connection for the three requests
