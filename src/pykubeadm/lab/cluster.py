@@ -378,6 +378,8 @@ def lab_up(
         zygote.start(zygote_socket(lab_dir))
         if lb is None:
             prewarm_kubelet(Layout(root=cp.root), control_plane=True, zygote=zygote_socket(lab_dir))
+    if forkcli.can_fork():
+        forkcli.preload(forkcli.INIT_MODULES)
     # Workers can join once init has made the bootstrap token and the cluster-info ConfigMap (its bootstrap-token
     # phase): they start then, while init applies the addons.
     init = forkcli.start(cp.root, args, notify_after=_JOINABLE_AFTER_PHASE)

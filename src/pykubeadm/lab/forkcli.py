@@ -30,10 +30,19 @@ from pykubeadm import constants as c
 from pykubeadm.phases.kubeletservice import discard_prewarmed_kubelets, release_prewarmed_kubelets
 from pykubeadm.util.fs import redirect_stdio
 
-__all__ = ["JOIN_MODULES", "Child", "can_fork", "join_modules", "preload", "preload_join", "start"]
+__all__ = ["INIT_MODULES", "JOIN_MODULES", "Child", "can_fork", "join_modules", "preload", "preload_join", "start"]
 
 #: The modules of the `join` command itself (see preload_join).
 JOIN_MODULES = ("pykubeadm.cli.join", "pykubeadm.api", "pykubeadm.phases.join")
+#: What `init` imports before it starts the kubelet (its phases; certificates, kubeconfigs, manifests). The joins
+#: need most of it too: imported once before the lab forks init, not by init and then again for the joins.
+INIT_MODULES = (
+    "pykubeadm.cli.init",
+    "pykubeadm.phases.init",
+    "pykubeadm.pki.create",
+    "pykubeadm.kubeconfig",
+    "pykubeadm.manifests",
+)
 
 
 class Child:
