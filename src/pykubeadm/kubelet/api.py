@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-__all__ = ["ApiError", "ClientConfig", "KubeClient", "SwappableClient", "is_transient"]
+__all__ = ["ApiError", "ClientConfig", "KubeClient", "SwappableClient", "is_refused", "is_transient", "wait_listening"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,33 @@ def is_transient(e: BaseException) -> bool:
     if isinstance(e, ApiError):
         return e.status >= 500 or e.status == 429
     return isinstance(e, aiohttp.ClientError | OSError | asyncio.TimeoutError)
+
+
+def is_refused(e: BaseException) -> bool:
+    """The connection was refused: nothing listens at the server's address (yet)."""
+    if isinstance(e, aiohttp.ClientConnectorError):
+        return isinstance(e.os_error, ConnectionRefusedError)
+    return isinstance(e, ConnectionRefusedError)
+
+
+async def wait_listening(server: str, timeout: float, interval: float = 0.05) -> bool:
+    """Wait up to `timeout` seconds for the server's port to accept a TCP connection, trying every `interval` (a
+    refused connect costs neither side anything); whether it did."""
+    parts = urlsplit(server)
+    host, port = parts.hostname or "127.0.0.1", parts.port or (443 if parts.scheme == "https" else 80)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), max(interval, 1.0))
+        except (TimeoutError, OSError):
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            await asyncio.sleep(min(interval, left))
+            continue
+        writer.close()
+        return True
 
 
 @dataclass(frozen=True)

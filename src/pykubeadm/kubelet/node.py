@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pykubeadm import constants as c
-from pykubeadm.kubelet.api import ApiError
+from pykubeadm.kubelet.api import ApiError, is_refused, wait_listening
 from pykubeadm.kubelet.podstatus import now as _now
 from pykubeadm.util.apitime import now_micro_time
 
@@ -34,6 +34,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+#: registerWithAPIServer's retry steps: the first, doubled after each failure up to the last.
+REGISTER_STEP = 0.1
+REGISTER_MAX_STEP = 7.0
 
 _ARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le", "s390x": "s390x"}
 
@@ -264,8 +267,13 @@ class NodeAgent:
 
     # --- registration ---------------------------------------------------------------------------------------------
     async def register(self) -> None:
-        delay = 0.1
+        """registerWithAPIServer: try, then retry after 0.1 s, 0.2 s, 0.4 s... (at most 7 s) until the Node exists.
+        While the API server's port refuses connections (a control plane whose kube-apiserver is still starting, as
+        in `kubeadm init`), the wait also ends as soon as the port accepts one: the next try is not a whole backoff
+        step late."""
+        delay = REGISTER_STEP
         while True:
+            refused = False
             try:
                 created = await self.client.post("/api/v1/nodes", self.node)
                 self.uid = created["metadata"]["uid"]
@@ -278,9 +286,14 @@ class NodeAgent:
                 else:
                     log.error("Unable to register node %s with API server: %s", self.name, e)
             except Exception as e:
+                refused = is_refused(e)
                 log.error("Unable to register node %s with API server: %s: %s", self.name, type(e).__name__, e)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 7.0)
+            server = _server_of(self.client)
+            if refused and server:
+                await wait_listening(server, delay)
+            else:
+                await asyncio.sleep(delay)
+            delay = min(delay * 2, REGISTER_MAX_STEP)
         self.registered.set()
 
     async def _reconcile_existing(self) -> bool:
@@ -404,3 +417,10 @@ class NodeAgent:
                 log.error("failed to ensure node lease exists, will retry in %.1fs: %s", delay, e)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 7.0)
+
+
+def _server_of(client: Any) -> str | None:
+    """The API server URL of a kubelet client (a SwappableClient's current KubeClient, or a KubeClient)."""
+    config = getattr(getattr(client, "current", client), "config", None)
+    server = getattr(config, "server", None)
+    return server if isinstance(server, str) else None
