@@ -1,4 +1,4 @@
-"""The kubelet zygote: a lab's warm kubelets, forked from one interpreter that has imported the kubelet.
+"""The kubelet zygote: a lab's warm kubelets and `lab join`'s joins, forked from one interpreter that imported them.
 
 A warm kubelet (phases/kubeletservice.prewarm_kubelet) is a new interpreter that imports the kubelet's modules (~0.3 s
 of CPU) and then waits for its flags on stdin. `lab up` needs one per node at once, at the moment the machine is
@@ -19,13 +19,14 @@ child (it is reparented as an exec'd warm kubelet is once the command that start
 - execs that command line instead of running on if pykubeadm's code has changed since the zygote started (an upgrade
   or an edit: the zygote holds the code it imported), keeping its pid.
 
-It forks a node's `pykubeadm` command as well (`Command.request`, for `lab join`): the request names the command line
-(`{"command": ["--root-dir", ROOT, "join", ...], "log": FILE, "modules": [...], "warm_kubelet": ROOT}`), the zygote
-imports the modules named (once; `preload` asks for them ahead, as `lab up` does when it is done) and forks twice. The command runs in a session of its own with its output appended to the log file, the asker's
-environment and directory, and the command line of `python -m pykubeadm ARGS...` in /proc; it first asks the zygote
-for its node's warm kubelet, so that `join` finds it waiting as a forked `join` of `lab up` does. On the connection it
-writes its pid, then `exit CODE` when it ends (EOF without it: killed). So `lab join` skips the ~0.2 s of CPU that
-importing `join` takes, on its critical path. As for a warm kubelet, a changed pykubeadm is run as a new interpreter.
+It forks a node's `pykubeadm` command as well (`Command.request`, for `lab join`). The request names the command line:
+`{"command": ["--root-dir", ROOT, "join", ...], "log": FILE, "modules": [...], "warm_kubelet": ROOT}`. The zygote
+imports the modules named (once; `preload` asks for them ahead, as `lab up` does when it is done) and forks twice. The
+command runs in a session of its own, its output appended to the log file, with the asker's environment and directory
+and the command line of `python -m pykubeadm ARGS...` in /proc. It first asks the zygote for its node's warm kubelet,
+so that `join` finds one waiting as a join forked by `lab up` does. On the connection it writes its pid, then
+`exit CODE` when it ends (EOF without that line: it was killed). So `lab join` does not spend the ~0.2 s of CPU that
+importing `join` takes on its critical path. As for a warm kubelet, a changed pykubeadm runs as a new interpreter.
 
 Nothing here holds a flag or a credential: the zygote forks before any is read, as the fork server does.
 """
@@ -218,8 +219,9 @@ class Command:
     def request(
         cls, path: Path, args: list[str], log: Path | None, modules: tuple[str, ...] = (), warm_kubelet: str = ""
     ) -> Command | None:
-        """Have the zygote at `path` run `pykubeadm ARGS...` (output appended to `log`), after importing `modules`, with the warm kubelet of node root `warm_kubelet` asked for first; None if there is no zygote
-        to ask (the caller runs the command itself)."""
+        """Have the zygote at `path` run `pykubeadm ARGS...` (output appended to `log`) after importing `modules`,
+        asking first for the warm kubelet of node root `warm_kubelet`; None if there is no zygote to ask (the caller
+        runs the command itself)."""
         if not path.exists():
             return None
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -294,8 +296,8 @@ class Command:
 
 
 def preload(path: Path, modules: tuple[str, ...]) -> bool:
-    """Have the zygote at `path` import `modules` now, ahead of the commands that need them; whether it
-    was asked. It does so between requests; the caller does not wait."""
+    """Have the zygote at `path` import `modules` now, ahead of the commands that need them; whether it was asked.
+    It does so between requests; the caller does not wait."""
     if not path.exists():
         return False
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
