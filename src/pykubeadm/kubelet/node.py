@@ -1,9 +1,10 @@
 """Node lifecycle through the node's own credentials: register the Node, keep its status, renew its Lease.
 
-Registration retries with 100 ms doubling back-off capped at 7 s; on AlreadyExists the kubelet reads the Node and
-reconciles its default labels. Status is computed every 10 s and PATCHed (strategic merge) to `nodes/<name>/status`
-when it changed or 5 minutes passed. The Lease `kube-node-lease/<node>` (holder = node, 40 s duration) is renewed
-every 10 s (jitter 0.04) and gets an ownerReference to the Node as soon as its UID is known.
+Registration retries with 100 ms doubling back-off capped at 7 s (a wait cut short when a refusing API server's port
+opens); on AlreadyExists the kubelet reads the Node and reconciles its default labels. Status is computed every 10 s
+and PATCHed (strategic merge) to `nodes/<name>/status` when it changed or 5 minutes passed. The Lease
+`kube-node-lease/<node>` (holder = node, 40 s duration) is renewed every 10 s (jitter 0.04) and gets an ownerReference
+to the Node as soon as its UID is known.
 """
 
 from __future__ import annotations

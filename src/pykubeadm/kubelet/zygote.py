@@ -6,7 +6,7 @@ busiest, and every `lab join` needs one more on its critical path. The zygote im
 of the lab, and forks a warm kubelet for a node root on request: ready at once, its libraries' pages shared.
 
 The lab makes the zygote's listening socket (`kubelet-zygote.sock` in its state dir, mode 0600: whoever may connect
-may start a kubelet) and hands it to the zygote as its stdin (`start`). A client (`WarmKubelet.request`) connects and
+may start a kubelet or run a pykubeadm command as the lab's user) and hands it to the zygote as its stdin (`start`). A client (`WarmKubelet.request`) connects and
 sends one JSON line, {"root": ROOT, "fork_server": BOOL}. The zygote forks twice, so the warm kubelet is nobody's
 child (it is reparented as an exec'd warm kubelet is once the command that started it ends), and the warm kubelet:
 
@@ -26,7 +26,8 @@ command runs in a session of its own, its output appended to the log file, with 
 and the command line of `python -m pykubeadm ARGS...` in /proc. It first asks the zygote for its node's warm kubelet,
 so that `join` finds one waiting as a join forked by `lab up` does. On the connection it writes its pid, then
 `exit CODE` when it ends (EOF without that line: it was killed). So `lab join` does not spend the ~0.2 s of CPU that
-importing `join` takes on its critical path. As for a warm kubelet, a changed pykubeadm runs as a new interpreter.
+importing `join` takes on its critical path. As for a warm kubelet, a changed pykubeadm runs as a new interpreter; a
+command asked for by another installation (interpreter or package path) is refused, and the asker runs it itself.
 
 Nothing here holds a flag or a credential: the zygote forks before any is read, as the fork server does.
 """
@@ -225,15 +226,16 @@ class Command:
         if not path.exists():
             return None
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        request = {
-            "command": args,
-            "log": str(log) if log is not None else None,
-            "modules": list(modules),
-            "warm_kubelet": warm_kubelet,
-            "env": {k: v for k, v in os.environ.items() if k != c.ROOT_DIR_ENV},
-            "cwd": os.getcwd(),
-        }
         try:
+            request = {
+                "command": args,
+                "log": str(log.absolute()) if log is not None else None,
+                "modules": list(modules),
+                "warm_kubelet": warm_kubelet,
+                "env": {k: v for k, v in os.environ.items() if k != c.ROOT_DIR_ENV},
+                "cwd": os.getcwd(),
+                "installation": _installation(),
+            }
             sock.connect(str(path))
             sock.sendall(json.dumps(request).encode() + b"\n")
             sock.settimeout(_PID_TIMEOUT)
@@ -295,6 +297,14 @@ class Command:
                 os.killpg(self.pid, signal.SIGTERM)
 
 
+def _installation() -> list[str]:
+    """The interpreter and the pykubeadm package this process runs: a command is forked only by a zygote of the same
+    (one started from another venv or checkout would run its own code)."""
+    import pykubeadm
+
+    return [sys.executable, str(Path(pykubeadm.__file__).resolve().parent)]
+
+
 def preload(path: Path, modules: tuple[str, ...]) -> bool:
     """Have the zygote at `path` import `modules` now, ahead of the commands that need them; whether it was asked.
     It does so between requests; the caller does not wait."""
@@ -347,8 +357,8 @@ def serve(path: Path) -> NoReturn:  # pragma: no cover - runs in the zygote proc
             request = _read_request(conn)
             if _import(request.get("preload") or request.get("modules") or ()):
                 gc.freeze()
-            if "preload" in request:
-                conn.close()
+            if "preload" in request or ("command" in request and request.get("installation") != _installation()):
+                conn.close()  # a command of another installation gets EOF: the asker runs it itself
                 continue
             become = _become_command if "command" in request else _become_warm_kubelet
             child = os.fork()
@@ -375,7 +385,7 @@ def _import(modules: Any) -> bool:
     new = False
     for name in modules if isinstance(modules, list) else ():
         if isinstance(name, str) and name not in sys.modules:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(BaseException):  # even a module that calls sys.exit() must not end the zygote
                 importlib.import_module(name)
                 new = True
     return new
@@ -484,7 +494,15 @@ def _become_command(conn: socket.socket, request: dict[str, Any], stamp: int, pa
             code = subprocess.call(argv, env=env)
         else:
             code = run_as_new_interpreter(argv, env, functools.partial(_run_command, path, request))
+    except BaseException:
+        import traceback
+
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
     finally:
+        for stream in (sys.stdout, sys.stderr):  # all of its output is in the log before the asker reads its end
+            with contextlib.suppress(Exception):
+                stream.flush()
         with contextlib.suppress(OSError):
             os.write(status, f"exit {code}\n".encode())
     return code

@@ -8,7 +8,11 @@ stops the lab's own processes (load balancer, external etcd) by their pid files 
 An HA lab (`--control-planes M` > 1, or an external etcd) follows kubeadm's HA guide: HAProxy on its own loopback
 address is the controlPlaneEndpoint (lab.loadbalancer), the first control plane is made by `init --upload-certs`, the
 others by `join --control-plane --certificate-key` one at a time (etcd admits one learner at a time), each added to
-the load balancer once it has joined. The lab's settings are in `.lab/lab.yaml`, its nodes in `.lab/nodes.yaml`.
+the load balancer once it has joined. The lab's settings are in `.lab/lab.yaml`, its nodes in `.lab/nodes.yaml`, the
+CA's public key pin for the joins in `.lab/ca-cert-hash` (beside the digest of the CA certificate it belongs to).
+
+The joins are forked rather than exec'd, their modules imported once: `up` forks them from the lab process
+(lab.forkcli), `lab join` has the lab's kubelet zygote fork it (kubelet.zygote), each with its node's warm kubelet.
 """
 
 from __future__ import annotations
@@ -156,7 +160,8 @@ def _ca_hash(lab_dir: Path) -> str:
                 return pin
         computed = _compute_ca_hash(path.parent)
         if computed is not None:
-            write_file_atomic(cache, f"{digest} {computed}\n", 0o644)
+            with contextlib.suppress(OSError):  # only a cache: computed again next time
+                write_file_atomic(cache, f"{digest} {computed}\n", 0o644)
             return computed
     raise KubeadmError(f"lab: no control plane in {lab_dir} has a CA certificate left")
 
@@ -568,8 +573,8 @@ def _join_from_zygote(lab_dir: Path, node: LabNode, first: LabNode, s: LabSettin
     proc = Command.request(sock, args, node.log_file, forkcli.join_modules(), warm_kubelet=str(node.root))
     if proc is None:
         return False
-    out(f"[lab] Joining {node.name} on {node.address}")
     try:
+        out(f"[lab] Joining {node.name} on {node.address}")
         _import_api_client()  # while the join runs
         wait_ready(lab_dir, [node.name], out, joins={node.name: (node, proc)})
     except BaseException:

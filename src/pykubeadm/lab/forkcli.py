@@ -107,7 +107,6 @@ def join_modules() -> tuple[str, ...]:
 
 def preload_join() -> None:
     """Import what a worker `join` runs (`join_modules()`)."""
-    preload(JOIN_MODULES)
     preload(join_modules())
 
 

@@ -205,7 +205,8 @@ def test_a_command_from_the_zygote_runs_in_its_own_session_with_its_node_warm_ku
     assert proc is not None
     try:
         assert os.getsid(proc.pid) == proc.pid
-        assert _parent(proc.pid) not in (os.getpid(), _zygote_pid(sock))
+        with pytest.raises(ChildProcessError):  # not this process's child: the zygote forked it twice
+            os.waitpid(proc.pid, os.WNOHANG)
         assert cmdline(proc.pid) == [sys.executable, "-m", "pykubeadm", *args]
         assert "PYKUBEADM_ROOT_DIR" not in _environ(proc.pid)  # as the lab's forked joins: the node is --root-dir
         warm = wait_until(lambda: _warm_kubelets(layout), 20, "the node's warm kubelet")
@@ -226,21 +227,28 @@ def test_a_command_from_the_zygote_gives_its_exit_code_and_output(sock: Path, tm
     assert ok.wait() == 0
     assert log.read_text().strip().startswith("v1.33")
 
-    failed = zygote.Command.request(sock, ["join", "--config", str(tmp_path / "missing.yaml")], log)
+    root = tmp_path / "node"
+    root.mkdir()
+    failed = zygote.Command.request(sock, ["--root-dir", str(root), "join", "--config", str(tmp_path / "x.yaml")], log)
     assert failed is not None
     assert wait_until(lambda: failed.poll() is not None, 30, "the join to fail")
     assert failed.returncode == 1
-    assert "missing.yaml" in log.read_text()  # the command's own message
+    assert "x.yaml" in log.read_text()  # the command's own message, in the log before its end is reported
 
 
-def test_the_zygote_refuses_a_malformed_command_and_goes_on(sock: Path, tmp_path: Path) -> None:
+def _refused(sock: Path, request: dict) -> bool:
+    """The zygote answers `request` with EOF: it started nothing."""
     import socket
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
         raw.connect(str(sock))
-        raw.sendall(json.dumps({"command": "version"}).encode() + b"\n")  # not a list of arguments
+        raw.sendall(json.dumps(request).encode() + b"\n")
         raw.settimeout(10)
-        assert raw.recv(64) == b""  # EOF: nothing was started
+        return raw.recv(64) == b""
+
+
+def test_the_zygote_refuses_a_malformed_command_and_goes_on(sock: Path, tmp_path: Path) -> None:
+    assert _refused(sock, {"command": "version"})  # not a list of arguments
     assert zygote.preload(sock, ("pykubeadm.no_such_module", "json.tool")) is True
 
     log = tmp_path / "out.log"
@@ -252,3 +260,9 @@ def test_without_a_zygote_no_command_is_started(tmp_path: Path) -> None:
     missing = tmp_path / zygote.SOCKET_NAME
     assert zygote.Command.request(missing, ["version"], None) is None
     assert zygote.preload(missing, ("json",)) is False
+
+
+def test_the_zygote_refuses_a_command_of_another_installation(sock: Path) -> None:
+    """`lab join` from another venv or checkout than the lab's zygote runs its own code, not the zygote's."""
+    assert _refused(sock, {"command": ["version"], "installation": [sys.executable, "/elsewhere/pykubeadm"]})
+    assert _refused(sock, {"command": ["version"]})
