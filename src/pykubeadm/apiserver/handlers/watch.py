@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -110,7 +109,7 @@ async def watch(request: web.Request, store: Store) -> web.StreamResponse:
                 "metadata": {"resourceVersion": str(start - 1), "annotations": {"k8s.io/initial-events-end": "true"}},
             }
             await resp.write(enc.encode("BOOKMARK", end))
-        await _stream(resp, w, enc, store, state, timeout, bookmarks, start - 1, rv, lambda: _gone(request))
+        await _stream(resp, w, enc, store, state, timeout, bookmarks, start - 1, rv)
     except (ConnectionResetError, asyncio.CancelledError):
         pass  # the client went away, or the server stops
     finally:
@@ -119,12 +118,6 @@ async def watch(request: web.Request, store: Store) -> web.StreamResponse:
     with contextlib.suppress(ConnectionResetError):
         await resp.write_eof()
     return resp
-
-
-def _gone(request: web.Request) -> bool:
-    """The client has closed its connection (aiohttp drops the transport then; the handler is not cancelled)."""
-    transport = request.transport
-    return transport is None or transport.is_closing()
 
 
 async def _stream(
@@ -137,11 +130,9 @@ async def _stream(
     bookmarks: bool,
     last_rev: int,
     rv: int,
-    gone: Callable[[], bool] = lambda: False,
 ) -> None:
-    """Write the watcher's events (every buffered one in one write) until the timeout, the watcher's end, shutdown or
-    the client's leaving (`gone`, looked at after each quiet `BOOKMARK_INTERVAL`: a watch nobody reads any more ends
-    within seconds, not at its timeout); a BOOKMARK after each quiet interval when the client allows them."""
+    """Write the watcher's events (every buffered one in one write) until the timeout, the watcher's end or shutdown;
+    a BOOKMARK after each quiet `BOOKMARK_INTERVAL` when the client allows them."""
     now = time.monotonic()
     deadline = now + timeout
     last_write = now
@@ -160,7 +151,7 @@ async def _stream(
             await resp.write(b"".join(enc.encode_event(ev) for ev in batch))
             last_write = now
             continue
-        if now >= deadline or (now - last_write >= BOOKMARK_INTERVAL and gone()):
+        if now >= deadline:
             return
         if bookmarks and now - last_write >= BOOKMARK_INTERVAL:
             bm = {
