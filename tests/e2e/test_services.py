@@ -144,8 +144,11 @@ def answers_from(host: str, port: int, want: set[str], timeout: float = 60) -> s
     return seen
 
 
+# Pods share their node's address, so the web server's port must be none that CoreDNS (53, 8080 health, 8181 ready,
+# 9153 metrics), kube-proxy or the kubelet holds on a worker: CoreDNS lands on the workers when they are Ready before
+# the scheduler places it, and a web Pod on 8080 there could not bind (CrashLoopBackOff).
 WEB_COMMAND = (
-    "echo $(POD_NAME) > /www/who && touch /www/ready && cd /www && exec python3 -m http.server 8080 --bind $(POD_IP)"
+    "echo $(POD_NAME) > /www/who && touch /www/ready && cd /www && exec python3 -m http.server 8088 --bind $(POD_IP)"
 )
 
 
@@ -176,7 +179,7 @@ WEB_DEPLOYMENT: dict[str, Any] = {
                         "image": "python:3",
                         "command": ["sh", "-c", WEB_COMMAND],
                         "env": [_field_env("POD_NAME", "metadata.name"), _field_env("POD_IP", "status.podIP")],
-                        "ports": [{"name": "http", "containerPort": 8080}],
+                        "ports": [{"name": "http", "containerPort": 8088}],
                         "readinessProbe": {
                             "httpGet": {"path": "/ready", "port": "http"},
                             "periodSeconds": 1,
@@ -208,7 +211,7 @@ def _service(name: str, **spec: Any) -> dict[str, Any]:
 SERVICES = [
     _service("web", type="NodePort"),
     _service("web-sticky", sessionAffinity="ClientIP"),
-    _service("web-headless", clusterIP="None", ports=[{"name": "http", "port": 8080}]),
+    _service("web-headless", clusterIP="None", ports=[{"name": "http", "port": 8088}]),
     {
         "apiVersion": "v1",
         "kind": "Service",
@@ -298,7 +301,7 @@ def test_names_resolve_from_a_pod_through_cluster_dns(lab: Lab, web: dict[str, s
         "opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))\n"
         "print(json.dumps({\n"
         "    'web': addrs('web.default.svc.cluster.local'),\n"
-        "    'headless': addrs('web-headless.default.svc.cluster.local', 8080),\n"
+        "    'headless': addrs('web-headless.default.svc.cluster.local', 8088),\n"
         "    'kubernetes': addrs('kubernetes.default', 443),\n"
         "    'http': opener.open('http://web:80/who', timeout=10).read().decode().strip(),\n"
         "    'resolv': open('/etc/resolv.conf').read(),\n"
