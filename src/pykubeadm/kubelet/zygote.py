@@ -6,9 +6,10 @@ busiest, and every `lab join` needs one more on its critical path. The zygote im
 of the lab, and forks a warm kubelet for a node root on request: ready at once, its libraries' pages shared.
 
 The lab makes the zygote's listening socket (`kubelet-zygote.sock` in its state dir, mode 0600: whoever may connect
-may start a kubelet or run a pykubeadm command as the lab's user) and hands it to the zygote as its stdin (`start`). A client (`WarmKubelet.request`) connects and
-sends one JSON line, {"root": ROOT, "fork_server": BOOL}. The zygote forks twice, so the warm kubelet is nobody's
-child (it is reparented as an exec'd warm kubelet is once the command that started it ends), and the warm kubelet:
+may start a kubelet or run a pykubeadm command as the lab's user) and hands it to the zygote as its stdin (`start`). A
+client (`WarmKubelet.request`) connects and sends one JSON line, {"root": ROOT, "fork_server": BOOL}. The zygote
+forks twice, so the warm kubelet is nobody's child (it is reparented as an exec'd warm kubelet is once the command
+that started it ends), and the warm kubelet:
 
 - takes its own session: its process group is what `reset` and `stop_kubelet` signal;
 - has the connection as its stdin: it writes its pid there as one line, then reads its flags from it as a warm kubelet
@@ -160,17 +161,12 @@ class WarmKubelet:
     @classmethod
     def request(cls, path: Path, root: str, fork_server: bool) -> WarmKubelet | None:
         """Ask the zygote at `path` for a warm kubelet for `root`; None if there is no zygote to ask."""
-        if not path.exists():
-            return None
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.connect(str(path))
             request = {"root": root, "fork_server": fork_server, "env": dict(os.environ), "cwd": os.getcwd()}
-            sock.sendall(json.dumps(request).encode() + b"\n")
-        except OSError:
-            sock.close()
+        except OSError:  # no working directory any more
             return None
-        return cls(sock)
+        sock = _send(path, request)
+        return cls(sock) if sock is not None else None
 
     @property
     def pid(self) -> int:
@@ -223,9 +219,6 @@ class Command:
         """Have the zygote at `path` run `pykubeadm ARGS...` (output appended to `log`) after importing `modules`,
         asking first for the warm kubelet of node root `warm_kubelet`; None if there is no zygote to ask (the caller
         runs the command itself)."""
-        if not path.exists():
-            return None
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             request = {
                 "command": args,
@@ -236,15 +229,18 @@ class Command:
                 "cwd": os.getcwd(),
                 "installation": _installation(),
             }
-            sock.connect(str(path))
-            sock.sendall(json.dumps(request).encode() + b"\n")
+        except OSError:  # no working directory any more
+            return None
+        sock = _send(path, request)
+        if sock is None:
+            return None
+        command = cls(sock, 0)
+        try:
             sock.settimeout(_PID_TIMEOUT)
-            command = cls(sock, 0)
             line = command._line()
             command.pid = int(line) if line and line.strip().isdigit() else 0
-        except (OSError, ValueError):
-            sock.close()
-            return None
+        except OSError:
+            command.pid = 0
         if command.pid <= 0:  # the zygote refused it (or is gone): nothing was started
             sock.close()
             return None
@@ -308,15 +304,26 @@ def _installation() -> list[str]:
 def preload(path: Path, modules: tuple[str, ...]) -> bool:
     """Have the zygote at `path` import `modules` now, ahead of the commands that need them; whether it was asked.
     It does so between requests; the caller does not wait."""
-    if not path.exists():
+    sock = _send(path, {"preload": list(modules)})
+    if sock is None:
         return False
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        try:
-            sock.connect(str(path))
-            sock.sendall(json.dumps({"preload": list(modules)}).encode() + b"\n")
-        except OSError:
-            return False
+    sock.close()
     return True
+
+
+def _send(path: Path, request: dict[str, Any]) -> socket.socket | None:
+    """A connection to the zygote at `path` on which `request` is sent (one JSON line); None if there is no zygote to
+    ask (no socket, or nothing listening on it)."""
+    if not path.exists():
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+        sock.sendall(json.dumps(request).encode() + b"\n")
+    except OSError:
+        sock.close()
+        return None
+    return sock
 
 
 # --- the zygote (`pykubeadm component kubelet --zygote SOCKET`) ----------------------------------------------------
@@ -342,6 +349,7 @@ def serve(path: Path) -> NoReturn:  # pragma: no cover - runs in the zygote proc
     for name in _MODULES:
         importlib.import_module(name)
     gc.freeze()  # what the warm kubelets inherit stays out of their collections
+    installation = _installation()
     listener.settimeout(_IDLE_CHECK)
     while True:
         try:
@@ -357,7 +365,7 @@ def serve(path: Path) -> NoReturn:  # pragma: no cover - runs in the zygote proc
             request = _read_request(conn)
             if _import(request.get("preload") or request.get("modules") or ()):
                 gc.freeze()
-            if "preload" in request or ("command" in request and request.get("installation") != _installation()):
+            if "preload" in request or ("command" in request and request.get("installation") != installation):
                 conn.close()  # a command of another installation gets EOF: the asker runs it itself
                 continue
             become = _become_command if "command" in request else _become_warm_kubelet
@@ -433,6 +441,13 @@ def _read_request(conn: socket.socket) -> dict[str, Any]:
     return request
 
 
+def _take_askers_place(request: dict[str, Any]) -> dict[str, str]:  # pragma: no cover - runs in a grandchild
+    """Go to the asker's working directory; the asker's environment, without a node root (the caller sets one)."""
+    with contextlib.suppress(OSError):
+        os.chdir(str(request.get("cwd") or "/"))
+    return {str(k): str(v) for k, v in (request.get("env") or os.environ).items() if k != c.ROOT_DIR_ENV}
+
+
 def _become_warm_kubelet(  # pragma: no cover - runs in the zygote's grandchild
     conn: socket.socket, request: dict[str, Any], stamp: int, _: Path
 ) -> int:
@@ -456,10 +471,7 @@ def _become_warm_kubelet(  # pragma: no cover - runs in the zygote's grandchild
     prepare_child()
     root = str(request["root"])
     argv = warm_kubelet_command(Layout(root=Path(root)), bool(request.get("fork_server")))
-    env = {str(k): str(v) for k, v in (request.get("env") or os.environ).items() if k != c.ROOT_DIR_ENV}
-    env[c.ROOT_DIR_ENV] = root
-    with contextlib.suppress(OSError):
-        os.chdir(str(request.get("cwd") or "/"))
+    env = {**_take_askers_place(request), c.ROOT_DIR_ENV: root}
     shown = set_proc_args(argv, env)
     os.write(0, f"{os.getpid()}\n".encode())  # once /proc shows what it is
     if not shown or code_stamp() != stamp:  # a new interpreter, same pid
@@ -483,9 +495,7 @@ def _become_command(conn: socket.socket, request: dict[str, Any], stamp: int, pa
     prepare_child()
     args = [str(a) for a in request["command"]]
     argv = [sys.executable, "-m", "pykubeadm", *args]
-    env = {str(k): str(v) for k, v in (request.get("env") or os.environ).items() if k != c.ROOT_DIR_ENV}
-    with contextlib.suppress(OSError):
-        os.chdir(str(request.get("cwd") or "/"))
+    env = _take_askers_place(request)
     set_proc_args(argv, env)
     os.write(status, f"{os.getpid()}\n".encode())
     code = 1

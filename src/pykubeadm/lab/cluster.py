@@ -383,7 +383,6 @@ def lab_up(
         zygote.start(zygote_socket(lab_dir))
         if lb is None:
             prewarm_kubelet(Layout(root=cp.root), control_plane=True, zygote=zygote_socket(lab_dir))
-    if forkcli.can_fork():
         forkcli.preload(forkcli.INIT_MODULES)
     # Workers can join once init has made the bootstrap token and the cluster-info ConfigMap (its bootstrap-token
     # phase): they start then, while init applies the addons.
@@ -534,53 +533,43 @@ def lab_join(lab_dir: Path, out: Out = print, control_plane: bool = False, name:
         nodes.append(node)
         save_registry(lab_dir, nodes)
     first = next(n for n in nodes if n.control_plane)
-    if not control_plane and _join_from_zygote(lab_dir, node, first, s, out):
-        return node
     if not control_plane:
-        _prepare_joins(lab_dir, [node.root])  # first: the new kubelet is warm while this process works
-    write_image_map(node, _image_map_of(first))
-    token, ca_hash = _token(lab_dir), _ca_hash(lab_dir)
-    if control_plane:
-        _import_api_client()
-        _ensure_uploaded_certs(lab_dir, out)
-        _join_control_plane(lab_dir, node, s, token, ca_hash, out)
-    else:
-        lb = load_balancer(lab_dir, s)
-        endpoint = lb.endpoint if lb else f"{first.address}:{c.KUBE_APISERVER_PORT}"
-        out(f"[lab] Joining {node.name} on {node.address}")
-        proc = _start_join(node, endpoint, token, ca_hash)
-        release_prewarmed_kubelets()
-        _import_api_client()  # while the join runs
-        wait_ready(lab_dir, [node.name], out, joins={node.name: (node, proc)})
+        _join_worker(lab_dir, node, first, s, out)
         return node
+    write_image_map(node, _image_map_of(first))
+    _import_api_client()
+    _ensure_uploaded_certs(lab_dir, out)
+    _join_control_plane(lab_dir, node, s, _token(lab_dir), _ca_hash(lab_dir), out)
     wait_ready(lab_dir, [node.name], out)
     return node
 
 
-def _join_from_zygote(lab_dir: Path, node: LabNode, first: LabNode, s: LabSettings, out: Out) -> bool:
-    """A worker's `join`, forked by the lab's zygote (kubelet.zygote: it has imported what `join` runs, and forks the
-    node's warm kubelet for it), then wait for the Node to be Ready; False, having done nothing, without a zygote."""
+def _join_worker(lab_dir: Path, node: LabNode, first: LabNode, s: LabSettings, out: Out) -> None:
+    """A worker's `join`, then wait for its Node to be Ready. The lab's zygote forks the join when the lab has one
+    (kubelet.zygote: it has imported what `join` runs, and forks the node's warm kubelet for it); else this process
+    does (lab.forkcli), or starts it as a new interpreter."""
     from pykubeadm.kubelet.zygote import Command
 
-    sock = zygote_socket(lab_dir)
-    if not sock.exists():
-        return False
     write_image_map(node, _image_map_of(first))
     lb = load_balancer(lab_dir, s)
     endpoint = lb.endpoint if lb else f"{first.address}:{c.KUBE_APISERVER_PORT}"
     write_node_files(node, join_config(node, endpoint, _token(lab_dir), _ca_hash(lab_dir)))
-    args = ["--root-dir", str(node.root), "join", "--config", str(node.config_file)]
-    proc = Command.request(sock, args, node.log_file, forkcli.join_modules(), warm_kubelet=str(node.root))
+    args = ["join", "--config", str(node.config_file)]
+    root_args = ["--root-dir", str(node.root), *args]
+    forked = Command.request(zygote_socket(lab_dir), root_args, node.log_file, forkcli.join_modules(), str(node.root))
+    proc: forkcli.Child | Command | None = forked
     if proc is None:
-        return False
+        _prepare_joins(lab_dir, [node.root])
+        proc = _start(node, *args)
+        release_prewarmed_kubelets()
     try:
         out(f"[lab] Joining {node.name} on {node.address}")
         _import_api_client()  # while the join runs
         wait_ready(lab_dir, [node.name], out, joins={node.name: (node, proc)})
     except BaseException:
-        proc.terminate()
+        if forked is not None:  # the zygote's join is in a session of its own; this process's child is in its group
+            forked.terminate()
         raise
-    return True
 
 
 def lab_down(lab_dir: Path, out: Out = print) -> None:

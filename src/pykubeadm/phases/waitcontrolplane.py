@@ -108,17 +108,13 @@ def _insecure_client(timeout: float = 2.0) -> Any:
     return httpx.Client(verify=False, timeout=timeout, trust_env=False)
 
 
-def _check_once(url: str, client: Any = None) -> str | None:
-    """None when healthy, else the error text. With `client` (`_insecure_client()`), its kept-alive connection is
-    used: no new TLS handshake per poll."""
+def _check_once(url: str, client: Any) -> str | None:
+    """None when healthy, else the error text. `client` (`_insecure_client()`) keeps its connection alive from poll to
+    poll: no new TLS handshake each time."""
     import httpx2 as httpx
 
     try:
-        if client is None:
-            with _insecure_client() as own:
-                r = own.get(url)
-        else:
-            r = client.get(url)
+        r = client.get(url)
     except httpx.ConnectError as err:  # the component went away: Go's text if its port is closed now
         return _refused(url) or f'Get "{url}": {err}'
     except httpx.HTTPError as err:
