@@ -25,7 +25,9 @@ ARGV = [sys.executable, "-m", "pykubeadm", "component", "kube-scheduler", "--v=2
 
 def _container(args: list[str]) -> int:
     """What the test server's containers run: report where they are, then exit or wait for a signal."""
-    print(json.dumps({"args": args, "argv": sys.argv[1:], "cwd": os.getcwd(), "foo": os.environ.get("FOO")}))
+    preloaded = sorted(m for m in sys.modules if m.startswith("forkserver_test_"))
+    report = {"args": args, "argv": sys.argv[1:], "cwd": os.getcwd(), "foo": os.environ.get("FOO")}
+    print(json.dumps({**report, "preloaded": preloaded}))
     print("to stderr", file=sys.stderr)
     sys.stdout.flush()
     if "--exit" in args:
@@ -36,7 +38,7 @@ def _container(args: list[str]) -> int:
 
 @pytest.fixture
 def server() -> Iterator[ForkServer]:
-    started = ForkServer.start(modules=(), runner=_container)
+    started = ForkServer.start(modules={}, runner=_container)
     assert started is not None
     yield started
     started.close()
@@ -73,7 +75,7 @@ async def test_a_forked_container_runs_as_if_execd(server: ForkServer, tmp_path:
     lines = dict(_cri_lines(log))
     assert lines["stderr"] == "to stderr"
     report = json.loads(lines["stdout"])
-    assert report == {"args": ARGV[3:], "argv": ARGV[3:], "cwd": str(tmp_path), "foo": "bar"}
+    assert report == {"args": ARGV[3:], "argv": ARGV[3:], "cwd": str(tmp_path), "foo": "bar", "preloaded": []}
     cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")[:-1]
     environ = Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")[:-1]
     if _can_set_proc_args():
@@ -95,7 +97,7 @@ async def test_exit_codes_reach_the_kubelet(server: ForkServer, tmp_path: Path) 
 
 
 async def test_the_real_runner_runs_pykubeadm(tmp_path: Path) -> None:
-    real = ForkServer.start(modules=("pykubeadm.cli.main",))
+    real = ForkServer.start(modules={"kube-apiserver": ("pykubeadm.cli.main",)})
     assert real is not None
     try:
         log = tmp_path / "0.log"
@@ -106,6 +108,46 @@ async def test_the_real_runner_runs_pykubeadm(tmp_path: Path) -> None:
         assert _cri_lines(log) == [("stdout", "v1.33.0")]
     finally:
         real.close()
+
+
+async def test_a_component_is_forked_once_its_modules_are_imported(tmp_path: Path) -> None:
+    # kube-apiserver's module holds the server's imports until the test opens its gate. The two requests sent
+    # meanwhile are then served: kube-proxy, which has no modules of its own, at once; kube-scheduler once its module
+    # is in too (it would import it again otherwise).
+    gate = tmp_path / "gate"
+    (tmp_path / "forkserver_test_gate.py").write_text(
+        "import os, time\n"
+        f"deadline = time.monotonic() + 30\nwhile not os.path.exists({str(gate)!r}) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+    )
+    (tmp_path / "forkserver_test_scheduler.py").write_text("")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        modules = {"kube-apiserver": ("forkserver_test_gate",), "kube-scheduler": ("forkserver_test_scheduler",)}
+        started = ForkServer.start(modules=modules, runner=_container)
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert started is not None
+    try:
+        logs = {name: tmp_path / f"{name}.log" for name in ("kube-scheduler", "kube-proxy")}
+        asked = [
+            asyncio.ensure_future(ForkedProcess.start(started, [*ARGV[:4], name, "--exit", "0"], {}, log, None))
+            for name, log in logs.items()
+        ]
+        await _until("both requests to be sent", lambda: len(started._replies) == 2)
+        gate.touch()
+        for proc in await asyncio.wait_for(asyncio.gather(*asked), 30):
+            assert await asyncio.wait_for(proc.wait(), 30) == 0
+        preloaded = {}
+        for name, log in logs.items():
+            await _until(f"{name}'s report", lambda log=log: "stdout" in log.read_text())
+            preloaded[name] = json.loads(dict(_cri_lines(log))["stdout"])["preloaded"]
+        assert preloaded == {
+            "kube-proxy": ["forkserver_test_gate"],
+            "kube-scheduler": ["forkserver_test_gate", "forkserver_test_scheduler"],
+        }
+    finally:
+        started.close()
 
 
 async def test_containers_die_with_the_server(server: ForkServer, tmp_path: Path) -> None:
@@ -123,7 +165,7 @@ import asyncio, sys, time
 from tests.integration.kubelet.test_forkserver import ARGV, _container
 from pykubeadm.kubelet.forkserver import ForkServer, ForkedProcess
 
-server = ForkServer.start(modules=(), runner=_container)
+server = ForkServer.start(modules={}, runner=_container)
 
 async def main():
     proc = await ForkedProcess.start(server, ARGV, {}, __import__("pathlib").Path(sys.argv[1]), None)
