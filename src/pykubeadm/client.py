@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import ssl
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass, field
@@ -97,29 +98,66 @@ def _config(kubeconfig: str | Path | KubeConfig) -> KubeConfig:
     return kubeconfig if isinstance(kubeconfig, KubeConfig) else load_kubeconfig(kubeconfig)
 
 
-def _new_client(cls: type[C], kubeconfig: str | Path | KubeConfig, timeout: float, field_manager: str | None) -> C:
+def _new_client(
+    cls: type[C],
+    kubeconfig: str | Path | KubeConfig,
+    timeout: float,
+    field_manager: str | None,
+    transport: httpx2.AsyncBaseTransport | None = None,
+) -> C:
     try:
         config = _config(kubeconfig)
         extra: dict[str, Any] = {}
-        if cls is AsyncClient:  # the bytes go through aiohttp (util.aiohttptransport), not httpcore and anyio
-            from lightkube.config.client_adapter import verify_cluster
-
-            from pykubeadm.util.aiohttptransport import AiohttpTransport
-
-            single = config.get()
-            if single is not None and single.user is not None:  # else lightkube reports what is missing
-                tls = verify_cluster(single.cluster, single.user, single.abs_file, trust_env=False)
-                extra["transport"] = AiohttpTransport(tls if single.cluster.server.startswith("https") else None)
+        if transport is not None:
+            extra["transport"] = transport
+        elif cls is AsyncClient:
+            extra["transport"] = async_transport(config)
+        else:
+            extra["transport"] = _sync_transport(config)
         return cls(config, timeout=httpx2.Timeout(timeout), field_manager=field_manager, trust_env=False, **extra)
     except (ConfigError, OSError) as err:
         raise KubeconfigError(f"invalid kubeconfig {kubeconfig}: {err}") from err
 
 
+def _tls(kubeconfig: KubeConfig) -> tuple[ssl.SSLContext | None, bool]:
+    """The TLS context of the kubeconfig's current context (server CA, client certificate; None for a plain-HTTP
+    server), and whether there is a context with a user at all (if not, lightkube reports what is missing)."""
+    from lightkube.config.client_adapter import verify_cluster
+
+    single = kubeconfig.get()
+    if single is None or single.user is None:
+        return None, False
+    tls = verify_cluster(single.cluster, single.user, single.abs_file, trust_env=False)
+    return (tls if single.cluster.server.startswith("https") else None), True
+
+
+def async_transport(kubeconfig: KubeConfig) -> httpx2.AsyncBaseTransport | None:
+    """The transport of an async client for the kubeconfig's current context: its bytes go through aiohttp
+    (util.aiohttptransport), not httpcore and anyio, with the context's TLS. None where the context has no user."""
+    from pykubeadm.util.aiohttptransport import AiohttpTransport
+
+    tls, usable = _tls(kubeconfig)
+    return AiohttpTransport(tls) if usable else None
+
+
+def _sync_transport(kubeconfig: KubeConfig) -> httpx2.BaseTransport | None:
+    """The transport of a blocking client: http.client (util.httpclienttransport), with the context's TLS."""
+    from pykubeadm.util.httpclienttransport import HTTPClientTransport
+
+    tls, usable = _tls(kubeconfig)
+    return HTTPClientTransport(tls) if usable else None
+
+
 def async_client(
-    kubeconfig: str | Path | KubeConfig, *, timeout: float = DEFAULT_TIMEOUT, field_manager: str | None = None
+    kubeconfig: str | Path | KubeConfig,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    field_manager: str | None = None,
+    transport: httpx2.AsyncBaseTransport | None = None,
 ) -> AsyncClient:
-    """An async lightkube client for the kubeconfig's current context. Proxy variables are ignored (loopback APIs)."""
-    return _new_client(AsyncClient, kubeconfig, timeout, field_manager)
+    """An async lightkube client for the kubeconfig's current context. Proxy variables are ignored (loopback APIs).
+    Clients given one `transport` (see async_transport) share its connections."""
+    return _new_client(AsyncClient, kubeconfig, timeout, field_manager, transport)
 
 
 def sync_client(

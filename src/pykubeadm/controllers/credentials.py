@@ -4,6 +4,10 @@ Each controller writes as its own ServiceAccount in kube-system (`certificate-co
 API server's `system:controller:*` roles authorise it. A token is requested through the TokenRequest API
 (`serviceaccounts/<name>/token`, one hour) with the controller-manager's own credentials, cached, and refreshed at 80 %
 of its lifetime or after a 401. Informers keep using the controller-manager's own client (it may list/watch everything).
+
+The controllers' clients differ only in their bearer token, so they share one connection pool (as client-go's
+transport cache shares one transport among configs with the same TLS settings): a controller's request reuses a
+connection another opened, instead of a TLS handshake per controller.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ServiceAccount, ServiceAccountToken
 
 from pykubeadm import constants as c
-from pykubeadm.client import ApiError, async_client, is_already_exists, is_not_found, load_kubeconfig
+from pykubeadm.client import ApiError, async_client, async_transport, is_already_exists, is_not_found, load_kubeconfig
 
 __all__ = ["ClientBuilder", "ServiceAccountTokenAuth"]
 
@@ -88,6 +92,7 @@ class ClientBuilder:
         self.use_sa = use_service_account_credentials
         self.root = async_client(self.kubeconfig)
         self._clients: dict[str, AsyncClient] = {}
+        self._transport: httpx2.AsyncBaseTransport | None = None  # the controllers' clients' shared pool
 
     def client_for(self, service_account: str) -> AsyncClient:
         if not self.use_sa:
@@ -97,7 +102,9 @@ class ClientBuilder:
             single = self.kubeconfig.get()
             assert single is not None  # without a default, get() raises ConfigError instead of returning None
             anonymous = KubeConfig.from_one(cluster=single.cluster, user=User(), fname=single.fname)
-            client = async_client(anonymous)
+            if self._transport is None:
+                self._transport = async_transport(anonymous)
+            client = async_client(anonymous, transport=self._transport)
             inner = client._client._client  # lightkube's httpx client
             inner.auth = ServiceAccountTokenAuth(self.root, service_account)
             self._clients[service_account] = client
@@ -132,7 +139,7 @@ class ClientBuilder:
             await asyncio.sleep(2.0)
 
     async def close(self) -> None:
-        for client in [self.root, *self._clients.values()]:
+        for client in [self.root, *self._clients.values()]:  # the first controller client closes the shared pool
             try:
                 await client.close()
             except Exception as err:

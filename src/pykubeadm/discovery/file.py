@@ -18,6 +18,7 @@ from pykubeadm import constants as c
 from pykubeadm.discovery.token import DiscoveryError, DiscoveryResult
 from pykubeadm.errors import KubeconfigError
 from pykubeadm.kubeconfig.config import current_cluster, current_user, parse_kubeconfig
+from pykubeadm.util.httpclienttransport import sync_http_client
 
 __all__ = ["discover_with_file", "load_discovery_file"]
 
@@ -29,8 +30,9 @@ def load_discovery_file(location: str, read_local: Any = None) -> dict[str, Any]
     location = location.removeprefix("file://")
     if location.startswith("https://"):
         try:
-            r = httpx.get(location, timeout=30.0, trust_env=False)
-            r.raise_for_status()
+            with sync_http_client(True, timeout=30.0) as client:
+                r = client.get(location)
+                r.raise_for_status()
         except httpx.HTTPError as err:
             raise DiscoveryError(f"failed to download the discovery file {location}: {err}") from err
         return parse_kubeconfig(r.content, location)
@@ -59,7 +61,7 @@ def discover_with_file(kubeconfig: dict[str, Any], source: str) -> tuple[Discove
     url = f"{server}/api/v1/namespaces/{c.NAMESPACE_PUBLIC}/configmaps/{c.CLUSTER_INFO_CONFIGMAP}"
     try:
         ctx = ssl.create_default_context(cadata=ca_pem.decode())
-        with httpx.Client(verify=ctx, timeout=10.0, trust_env=False) as client:
+        with sync_http_client(ctx, timeout=10.0) as client:
             r = client.get(url)
         if r.status_code == 200:
             info = parse_kubeconfig((r.json().get("data") or {}).get(c.CLUSTER_INFO_KUBECONFIG_KEY, ""), url)

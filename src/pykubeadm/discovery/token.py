@@ -28,6 +28,7 @@ from pykubeadm.errors import KubeadmError
 from pykubeadm.kubeconfig.config import parse_kubeconfig
 from pykubeadm.pki.certs import parse_certs_pem
 from pykubeadm.pki.keys import public_key_pin
+from pykubeadm.util.httpclienttransport import sync_http_client
 
 __all__ = ["DiscoveryError", "DiscoveryResult", "discover_with_token", "parse_pins"]
 
@@ -165,7 +166,7 @@ def _diagnose_unsigned(err: _Unsigned, endpoint: str, token: str, pins: set[str]
         return f"{err}; and {pin_err}"
     try:
         ctx = ssl.create_default_context(cadata=ca_pem.decode())
-        with httpx.Client(verify=ctx, timeout=10.0, trust_env=False) as client:
+        with sync_http_client(ctx, timeout=10.0) as client:
             r = client.get(f"https://{endpoint}/version", headers={"Authorization": f"Bearer {token}"})
     except httpx.HTTPError:
         return str(err) + ": the token is unknown, expired, deleted, or lacks the 'signing' usage" + hint
@@ -211,7 +212,7 @@ def discover_with_token(
     attempt = 0
     last_log = -math.inf
     # step 1 trusts nothing (the JWS does); one connection, kept alive across the retries
-    with httpx.Client(verify=False, timeout=10.0, trust_env=False) as insecure:
+    with sync_http_client(False, timeout=10.0) as insecure:
         while True:
             try:
                 kubeconfig = _verified_kubeconfig(_get(insecure, url), tid, tsecret)
@@ -227,7 +228,7 @@ def discover_with_token(
                     '[discovery] Requesting info from "%s" again to validate TLS against the pinned public key', url
                 )
                 ctx = ssl.create_default_context(cadata=ca_pem.decode())
-                with httpx.Client(verify=ctx, timeout=10.0, trust_env=False) as secure:
+                with sync_http_client(ctx, timeout=10.0) as secure:
                     again = (_get(secure, url).get("data") or {}).get(c.CLUSTER_INFO_KUBECONFIG_KEY)
                 if again != kubeconfig:
                     raise DiscoveryError(

@@ -103,9 +103,9 @@ def _refused(url: str) -> str | None:
 
 def _insecure_client(timeout: float = 2.0) -> Any:
     """An HTTP client that does not verify the server's certificate (kubeadm's health checks do not either)."""
-    import httpx2 as httpx  # only the phase that waits needs the HTTP client
+    from pykubeadm.util.httpclienttransport import sync_http_client  # only the phase that waits needs it
 
-    return httpx.Client(verify=False, timeout=timeout, trust_env=False)
+    return sync_http_client(False, timeout)
 
 
 def _check_once(url: str, client: Any) -> str | None:

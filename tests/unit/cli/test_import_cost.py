@@ -201,7 +201,8 @@ class _NodeList(http.server.BaseHTTPRequestHandler):
 
 def test_worker_run_modules_cover_a_first_api_request(tmp_path: Path) -> None:
     # A forked join's first request (discovery, the ConfigMaps) must find its HTTP transport already imported:
-    # httpcore2 with h11, h2 and anyio, and truststore are otherwise tens of ms in every join the lab forks.
+    # util.httpclienttransport over http.client, not httpcore2 with h11, h2 and anyio and truststore (tens of ms in
+    # every join the lab forks).
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
     subprocess.run(
         [

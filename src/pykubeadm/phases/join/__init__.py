@@ -26,10 +26,10 @@ WORKER_RUN_MODULES = (
     "pykubeadm.phases.waitcontrolplane",
     "pykubeadm.api.images",
     "pykubeadm.util.patches",
-    # what a blocking client's first request imports: httpx2's transport (httpcore2 with h11, h2 and anyio), the
-    # trust store module and the IDNA codec for the server's name (tens of ms in every forked join otherwise)
-    "httpcore2",
-    "truststore",
+    # what a blocking client's first request imports: its transport (util.httpclienttransport: http.client) and the
+    # IDNA codec for the server's name
+    "pykubeadm.util.httpclienttransport",
+    "http.client",
     "encodings.idna",
 )
 
