@@ -230,3 +230,10 @@ def test_worker_run_modules_cover_a_first_api_request(tmp_path: Path) -> None:
         thread.join()
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == []
+
+
+def test_the_dns_servers_forwarding_imports_no_dns_over_https_client() -> None:
+    # CoreDNS's forward plugin speaks UDP and TCP: dnspython's DoH/DoQ clients (httpcore, h2, anyio) are not loaded.
+    names = _imported(["-c", "import pykubeadm.dns.plugins.forward"])
+    assert "dns.asyncquery" in names  # the guard means something: the plugin's DNS client is loaded
+    assert _matching(names, ("httpcore2", "h2", "anyio", "aioquic")) == []
