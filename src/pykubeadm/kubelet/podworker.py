@@ -18,6 +18,7 @@ import contextlib
 import logging
 import os
 import random
+import sys
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -62,6 +63,19 @@ def _podenv() -> tuple[Any, Any, Any]:
         except ImportError:
             mods.append(None)
     return mods[0], mods[1], mods[2]
+
+
+def _forking_zygote(spec: dict[str, Any], argv: list[str]) -> Path | None:
+    """The lab's zygote, for a container it can fork: an add-on component (kube-proxy, CoreDNS) of this pykubeadm,
+    without a terminal or stdin, run by a kubelet the zygote forked. None: the launcher execs the program."""
+    from pykubeadm.kubelet import zygote
+
+    path = zygote.serving_zygote()
+    if path is None or spec.get("tty") or spec.get("stdin"):
+        return None
+    if argv[:4] != [sys.executable, "-m", "pykubeadm", "component"] or len(argv) < 5:
+        return None
+    return path if argv[4] in zygote.FORKED_COMPONENTS else None
 
 
 class PodWorker:
@@ -232,7 +246,12 @@ class PodWorker:
             mounts = [*mounts, *(m for m in self.dns_files if m.container_path not in own)]
             hostname, _ = dnsconfig.pod_hostname(self.pod, self.cluster_domain)
             sandboxed = sandbox_mod.sandboxed_argv(
-                argv, mounts, workdir=workdir or "", hostname=hostname, layout=self.layout
+                argv,
+                mounts,
+                workdir=workdir or "",
+                hostname=hostname,
+                layout=self.layout,
+                zygote=_forking_zygote(spec, argv),
             )
             return sandboxed, env, None, []
         mapper = self._mapper(spec, mounts)

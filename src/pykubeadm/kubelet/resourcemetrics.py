@@ -6,7 +6,9 @@ node_cpu_usage_seconds_total, node_memory_working_set_bytes, node_swap_usage_byt
 pod_cpu_usage_seconds_total / pod_memory_working_set_bytes {namespace, pod}, resource_scrape_error and the older
 scrape_error; every sample carries the time it was measured, as kube's do.
 
-Our containers are processes, so a container is its main process and every descendant: CPU time is their user +
+Our containers are processes, so a container is its main process and every descendant (and, for a sandboxed
+container, every process in its PID namespace: a program the lab's zygote forked into it is not the launcher's
+descendant, kubelet.zygote): CPU time is their user +
 system time plus that of their reaped children (what a cgroup's cpuacct counts), the working set their resident
 memory, the start time the main process's. One scrape lists /proc once and reads each process's `stat` once; the node
 comes from /proc/stat and /proc/meminfo (working set = used memory less inactive file pages, as cAdvisor computes it
@@ -99,12 +101,23 @@ def read_processes(proc: Path = Path("/proc")) -> dict[int, ProcStat]:
     return out
 
 
-def container_trees(roots: Iterable[int], procs: dict[int, ProcStat]) -> dict[int, list[ProcStat]]:
-    """Each root pid → its process and all its descendants (empty when the root is gone)."""
+def _pid_ns(pid: int, proc: Path, which: str = "pid") -> str | None:
+    try:
+        return os.readlink(proc / str(pid) / "ns" / which)
+    except OSError:
+        return None
+
+
+def container_trees(
+    roots: Iterable[int], procs: dict[int, ProcStat], proc: Path = Path("/proc")
+) -> dict[int, list[ProcStat]]:
+    """Each root pid → its process and all its descendants (empty when the root is gone), and for a root whose children
+    get a PID namespace of their own (the sandbox launcher), every other process in that namespace."""
     children: dict[int, list[int]] = {}
     for p in procs.values():
         children.setdefault(p.ppid, []).append(p.pid)
     out: dict[int, list[ProcStat]] = {}
+    inner: dict[str, int] = {}  # the PID namespace a launcher made → its root
     for root in roots:
         tree: list[ProcStat] = []
         stack = [root] if root in procs else []
@@ -113,6 +126,16 @@ def container_trees(roots: Iterable[int], procs: dict[int, ProcStat]) -> dict[in
             tree.append(procs[pid])
             stack.extend(children.get(pid, ()))
         out[root] = tree
+        if tree:
+            own, theirs = _pid_ns(root, proc), _pid_ns(root, proc, "pid_for_children")
+            if own is not None and theirs is not None and theirs != own:
+                inner[theirs] = root
+    if inner:
+        claimed = {p.pid for tree in out.values() for p in tree}
+        for pid, stat in procs.items():
+            owner = inner.get(_pid_ns(pid, proc) or "") if pid not in claimed else None
+            if owner is not None:
+                out[owner].append(stat)
     return out
 
 
@@ -195,7 +218,7 @@ class ResourceMetricsCollector(Collector):
             procs = read_processes(self.proc)
         except OSError:
             procs, error = {}, 1.0
-        trees = container_trees([t.pid for t in targets], procs)
+        trees = container_trees([t.pid for t in targets], procs, self.proc)
         pods: dict[tuple[str, str], list[int]] = {}  # (namespace, pod) → [CPU ticks, resident pages]
         for t in targets:
             tree = trees.get(t.pid) or []

@@ -116,6 +116,7 @@ def sandboxed_argv(
     hostname: str = "",
     layout: Layout | None = None,
     private_root: bool = False,
+    zygote: Path | None = None,
 ) -> list[str]:
     """`argv` prefixed so that it runs as PID 1 of new mount/PID/UTS namespaces with `mounts` bind-mounted.
 
@@ -124,7 +125,8 @@ def sandboxed_argv(
     `hostname` (the Pod's name) is truncated to 63 characters as the kubelet does. `private_root` gives the program
     a writable layer of its own over the host's root directory (kept in memory; the host's other mounts, such as
     /dev, /sys, /run or /tmp where that is a mount, stay shared); without it, writes outside volumes reach the host
-    as with Nomad's raw_exec.
+    as with Nomad's raw_exec. With `zygote` (the socket of the lab's kubelet zygote) the program, a built-in
+    component, is forked by the zygote into the namespaces instead of exec'd there (kubelet.zygote).
     """
     out = [str(launcher_path(layout))]
     if private_root:
@@ -135,6 +137,8 @@ def sandboxed_argv(
         out += ["-h", hostname]
     if workdir:
         out += ["-w", workdir]
+    if zygote is not None:
+        out += ["-z", str(zygote)]
     for m in sorted(mounts, key=lambda m: _depth(m.container_path)):
         if not PurePosixPath(m.container_path).is_absolute():
             raise ValueError(f"mount path {m.container_path!r} must be absolute")

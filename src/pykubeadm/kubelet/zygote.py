@@ -30,6 +30,21 @@ so that `join` finds one waiting as a join forked by `lab up` does. On the conne
 importing `join` takes on its critical path. As for a warm kubelet, a changed pykubeadm runs as a new interpreter; a
 command asked for by another installation (interpreter or package path) is refused, and the asker runs it itself.
 
+It forks the lab's add-on containers too (kube-proxy, CoreDNS: `python -m pykubeadm component NAME ...`), which a
+warm kubelet otherwise starts as new interpreters (~0.3 s of CPU each, several at once while the lab comes up). The
+kubelet's sandbox launcher (native/pod-sandbox.c, `-z SOCKET`, given by a kubelet the zygote forked: `serving_zygote()`)
+makes the container's namespaces, then sends {"container": {"argv", "env", "cwd"}} and the container's stdin, stdout
+and stderr (SCM_RIGHTS). The zygote's grandchild enters the launcher's (the peer's, SO_PEERCRED) UTS and mount
+namespaces, root and working directory, unshares a PID namespace and forks the program as its PID 1, with its own
+/proc, the container's stdio and environment, and its command line in /proc. It answers `pid N` (the program's pid
+outside the namespace) and `exit STATUS` (its wait status) when the program has ended, and kills the program if the
+launcher goes away first. The launcher joins that PID namespace for its children (nsenter, `kubectl exec`, find it
+there) and forwards signals to the program. So a container looks as an exec'd one from inside (PID 1, its hostname,
+its mounts) and from the kubelet (the launcher is its process); the program is not the launcher's descendant, so
+kubelet.resourcemetrics counts a sandbox by its PID namespace. A request from another
+installation, or after pykubeadm's code has changed, gets no pid, and the launcher execs the program itself.
+`ADDON_MODULES` is what the lab asks the zygote to import ahead for them.
+
 Nothing here holds a flag or a credential: the zygote forks before any is read, as the fork server does.
 """
 
@@ -53,7 +68,20 @@ from pykubeadm import constants as c
 # The zygote's own side imports kubelet.forkserver (its fork and /proc helpers) when it runs: the lab process, which
 # only starts the zygote and asks it for warm kubelets, does not need them.
 
-__all__ = ["SOCKET_NAME", "ZYGOTE_FLAG", "Command", "WarmKubelet", "listen", "preload", "serve", "start", "stop"]
+__all__ = [
+    "ADDON_MODULES",
+    "FORKED_COMPONENTS",
+    "SOCKET_NAME",
+    "ZYGOTE_FLAG",
+    "Command",
+    "WarmKubelet",
+    "listen",
+    "preload",
+    "serve",
+    "serving_zygote",
+    "start",
+    "stop",
+]
 
 #: The socket's file name in the lab's state dir; the zygote's pid is in the same name with `.pid`.
 SOCKET_NAME = "kubelet-zygote.sock"
@@ -69,6 +97,31 @@ _IDLE_CHECK = 30.0
 
 #: What a warm kubelet imports before it waits (kubelet.cli._await_start), and so what the zygote imports.
 _MODULES = ("pykubeadm.cli.main", "pykubeadm.kubelet.cli", "pykubeadm.kubelet.config", "pykubeadm.kubelet.kubelet")
+#: The built-in components whose containers a kubelet forked by the zygote asks it to fork (the add-ons' images).
+FORKED_COMPONENTS = ("kube-proxy", "coredns")
+#: What those components import when they run: what the lab asks the zygote to import ahead (`preload`).
+ADDON_MODULES = (
+    "pykubeadm.cli.component",
+    "lightkube",
+    "pykubeadm.client",
+    "pykubeadm.util.aiohttptransport",
+    "pykubeadm.controllers.daemon",
+    "pykubeadm.proxy.cli",
+    "pykubeadm.proxy.server",
+    "pykubeadm.dns.cli",
+    "pykubeadm.dns.server",
+    "pykubeadm.dns.setup",
+    "pykubeadm.dns.plugins.kubernetes",
+    "pykubeadm.dns.plugins.forward",
+    "pykubeadm.dns.plugins.cache",
+)
+#: The zygote that forked this process's kubelet (set in the warm kubelet), which forks its add-on containers.
+_serving: list[Path] = []
+
+
+def serving_zygote() -> Path | None:
+    """The socket of the zygote that forked this kubelet, if it did (a kubelet started otherwise has none)."""
+    return _serving[0] if _serving else None
 
 
 # --- the lab's side: the zygote process ----------------------------------------------------------------------------
@@ -368,7 +421,13 @@ def serve(path: Path) -> NoReturn:  # pragma: no cover - runs in the zygote proc
             if "preload" in request or ("command" in request and request.get("installation") != installation):
                 conn.close()  # a command of another installation gets EOF: the asker runs it itself
                 continue
-            become = _become_command if "command" in request else _become_warm_kubelet
+            become = (
+                _become_command
+                if "command" in request
+                else _become_container
+                if "container" in request
+                else _become_warm_kubelet
+            )
             child = os.fork()
         except Exception:  # a client that sent no proper request (or no fork): it gets EOF, and starts an interpreter
             conn.close()
@@ -436,6 +495,18 @@ def _read_request(conn: socket.socket) -> dict[str, Any]:
         if not isinstance(args, list) or not args or not all(isinstance(a, str) for a in args):
             raise ValueError("a command is a list of arguments")
         return request
+    if "container" in request:
+        spec = request["container"]
+        if not (
+            isinstance(spec, dict)
+            and isinstance(spec.get("cwd"), str)
+            and isinstance(spec.get("argv"), list)
+            and all(isinstance(a, str) for a in spec["argv"])
+            and isinstance(spec.get("env"), dict)
+            and all(isinstance(v, str) for v in spec["env"].values())
+        ):
+            raise ValueError("a container is its cwd, argv and env")
+        return request
     if not isinstance(request.get("root"), str) or not request["root"]:
         raise ValueError("a request names a node root")
     return request
@@ -449,7 +520,7 @@ def _take_askers_place(request: dict[str, Any]) -> dict[str, str]:  # pragma: no
 
 
 def _become_warm_kubelet(  # pragma: no cover - runs in the zygote's grandchild
-    conn: socket.socket, request: dict[str, Any], stamp: int, _: Path
+    conn: socket.socket, request: dict[str, Any], stamp: int, path: Path
 ) -> int:
     """In the grandchild: take a session, the connection as stdin, the requester's environment and directory, the warm
     kubelet's command line; run it. Exec'd instead where /proc cannot show that command line (reset finds a kubelet by
@@ -469,6 +540,7 @@ def _become_warm_kubelet(  # pragma: no cover - runs in the zygote's grandchild
     conn.close()
     os.closerange(3, os.sysconf("SC_OPEN_MAX"))
     prepare_child()
+    _serving[:] = [path]
     root = str(request["root"])
     argv = warm_kubelet_command(Layout(root=Path(root)), bool(request.get("fork_server")))
     env = {**_take_askers_place(request), c.ROOT_DIR_ENV: root}
@@ -516,6 +588,104 @@ def _become_command(conn: socket.socket, request: dict[str, Any], stamp: int, pa
         with contextlib.suppress(OSError):
             os.write(status, f"exit {code}\n".encode())
     return code
+
+
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUTS = 0x04000000
+_CLONE_NEWPID = 0x20000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
+
+
+def _enter(pid: int, cwd: str) -> None:  # pragma: no cover - runs in the zygote's grandchild
+    """Enter the UTS and mount namespaces of `pid`, its root and `cwd` there, and a new PID namespace for the
+    children (the next fork is its PID 1)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    entries = (("uts", _CLONE_NEWUTS), ("mnt", _CLONE_NEWNS))
+    fds = [os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC) for name, _ in entries]
+    root = os.open(f"/proc/{pid}/root", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for fd, (name, kind) in zip(fds, entries, strict=True):
+            if libc.setns(fd, kind) != 0:
+                err = ctypes.get_errno()
+                raise OSError(err, f"setns {name} of {pid}: {os.strerror(err)}")
+        os.fchdir(root)
+        os.chroot(".")
+        os.chdir(cwd)
+    finally:
+        for fd in (*fds, root):
+            os.close(fd)
+    if libc.unshare(_CLONE_NEWPID) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"unshare pid: {os.strerror(err)}")
+
+
+def _peer(conn: socket.socket) -> int:
+    """The pid of the process at the other end of `conn` (the container's launcher)."""
+    import struct
+
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return int(struct.unpack("3i", creds)[0])
+
+
+def _become_container(conn: socket.socket, request: dict[str, Any], stamp: int, _path: Path) -> int:  # pragma: no cover
+    """In the grandchild: with the container's stdio (sent after the request), enter the launcher's namespaces and
+    fork the program there as PID 1; report its pid, then its wait status; kill it if the launcher goes away. No pid
+    (the connection closes) when the program is not this installation's pykubeadm or pykubeadm's code has changed:
+    the launcher then execs the program."""
+    import select
+
+    from pykubeadm.kubelet.forkserver import code_stamp, exit_child
+
+    spec = request["container"]
+    argv = [str(a) for a in spec["argv"]]
+    env = {str(k): str(v) for k, v in spec["env"].items()}
+    if argv[:4] != [sys.executable, "-m", "pykubeadm", "component"]:
+        return 1
+    fds = socket.recv_fds(conn, 1, 3)[1]
+    if len(fds) != 3 or code_stamp() != stamp:
+        return 1
+    os.setsid()
+    _enter(_peer(conn), str(spec["cwd"]))
+    program = os.fork()
+    if program == 0:
+        conn.close()
+        exit_child(functools.partial(_run_container, fds, argv, env))
+    for fd in fds:
+        os.close(fd)
+    conn.sendall(f"pid {program}\n".encode())
+    ended = os.pidfd_open(program)
+    while True:
+        ready = select.select([conn.fileno(), ended], [], [])[0]
+        if ended in ready:
+            status = os.waitpid(program, 0)[1]
+            with contextlib.suppress(OSError):
+                conn.sendall(f"exit {status}\n".encode())
+            return 0
+        if not conn.recv(64):  # EOF: the launcher is gone, and so is its container
+            os.kill(program, signal.SIGKILL)
+            os.waitpid(program, 0)
+            return 0
+
+
+def _run_container(fds: list[int], argv: list[str], env: dict[str, str]) -> int:  # pragma: no cover - grandchild
+    """The program, PID 1 of the container's PID namespace: its /proc, stdio, session and command line."""
+    import ctypes
+
+    from pykubeadm.kubelet.forkserver import prepare_child, run_as_new_interpreter, run_pykubeadm, set_proc_args
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount /proc: {os.strerror(err)}")
+    os.setsid()
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    prepare_child()
+    set_proc_args(argv, env)
+    return run_as_new_interpreter(argv, env, run_pykubeadm)
 
 
 def _run_command(path: Path, request: dict[str, Any], args: list[str]) -> int:  # pragma: no cover - grandchild

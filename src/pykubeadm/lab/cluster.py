@@ -225,12 +225,15 @@ def zygote_socket(lab_dir: Path) -> Path:
 def _prepare_joins(lab_dir: Path, roots: list[Path]) -> None:
     """Before the joins (while init works, or at once for `lab join`): have each node's kubelet warm (forked by the
     lab's zygote, or a new interpreter) and import what `join` runs, so that the forked joins begin with both (see
-    lab.forkcli). Nothing when the lab process cannot fork: then every join is a new interpreter that warms its own
+    lab.forkcli); and have the zygote import the add-on components it forks for the kubelets. Nothing when the lab process cannot fork: then every join is a new interpreter that warms its own
     kubelet."""
     if not forkcli.can_fork():
         return
+    from pykubeadm.kubelet import zygote
+
     for root in roots:
         prewarm_kubelet(Layout(root=root), zygote=zygote_socket(lab_dir))
+    zygote.preload(zygote_socket(lab_dir), zygote.ADDON_MODULES)  # it forks the add-ons' containers
     forkcli.preload_join()
 
 

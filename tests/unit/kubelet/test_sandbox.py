@@ -88,3 +88,26 @@ def test_missing_compiler_names_the_fix(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.delenv("CC", raising=False)
     with pytest.raises(native.NativeBuildError, match=r"no C compiler was found.*apt-get install gcc"):
         sandbox.pause_path(Layout(tmp_path / "node"))
+
+
+def test_only_add_on_components_go_to_the_zygote_of_a_kubelet_it_forked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from pykubeadm.kubelet import zygote
+    from pykubeadm.kubelet.podworker import _forking_zygote
+
+    component = [sys.executable, "-m", "pykubeadm", "component"]
+    proxy = [*component, "kube-proxy", "--config=/var/lib/kube-proxy/config.conf"]
+    assert _forking_zygote({}, proxy) is None  # a kubelet started otherwise has no zygote
+    monkeypatch.setattr(zygote, "_serving", [tmp_path / "z.sock"])
+    assert _forking_zygote({}, proxy) == tmp_path / "z.sock"
+    assert _forking_zygote({}, [*component, "coredns", "-conf", "/etc/coredns/Corefile"]) == tmp_path / "z.sock"
+    assert _forking_zygote({"tty": True}, proxy) is None  # a terminal or stdin: exec'd, as the shim expects
+    assert _forking_zygote({"stdin": True}, proxy) is None
+    assert _forking_zygote({}, [*component, "kube-apiserver"]) is None
+    assert _forking_zygote({}, ["/usr/bin/python3", "-m", "pykubeadm", "component", "kube-proxy"]) is None
+    assert _forking_zygote({}, ["/bin/sh", "-c", "sleep 1"]) is None
+    argv = sandbox.sandboxed_argv(proxy, [], layout=Layout(tmp_path), zygote=tmp_path / "z.sock")
+    assert argv[1:3] == ["-z", str(tmp_path / "z.sock")] and argv[3:] == ["--", *proxy]

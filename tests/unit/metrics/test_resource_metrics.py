@@ -79,3 +79,25 @@ def test_a_missing_proc_is_a_scrape_error(tmp_path: Path) -> None:
     s = _samples(render_resource_metrics([ContainerTarget("app", "ns", "web", 1)], tmp_path / "nowhere"))
     assert s[("resource_scrape_error", ())] == 1
     assert not any(name.startswith("container_") for name, _ in s)
+
+
+def test_a_program_forked_into_a_sandbox_counts_for_its_container(tmp_path: Path) -> None:
+    # The launcher (400) made a PID namespace for its children; the lab's zygote forked the program (402) into it as
+    # its PID 1 from outside, with a process of its own (403) as parent, which is nobody's container.
+    proc = _proc(tmp_path)
+    host, sandbox = "pid:[4026531836]", "pid:[4026532999]"
+    processes = {
+        400: (_stat(400, 1, 1, 0, 7000, 10), host, sandbox),
+        402: (_stat(402, 403, 30, 10, 7002, 400), sandbox, sandbox),
+        404: (_stat(404, 402, 5, 0, 7003, 40), sandbox, sandbox),  # the program's child
+        403: (_stat(403, 1, 2, 0, 7002, 20), host, host),
+    }
+    for pid, (text, own, children) in processes.items():
+        (proc / str(pid) / "ns").mkdir(parents=True)
+        (proc / str(pid) / "stat").write_text(text)
+        (proc / str(pid) / "ns" / "pid").symlink_to(own)
+        (proc / str(pid) / "ns" / "pid_for_children").symlink_to(children)
+    s = _samples(render_resource_metrics([ContainerTarget("proxy", "kube-system", "kube-proxy-x", 400)], proc))
+    proxy = (("container", "proxy"), ("namespace", "kube-system"), ("pod", "kube-proxy-x"))
+    assert s[("container_cpu_usage_seconds_total", proxy)] == (1 + 30 + 10 + 5) / TICKS
+    assert s[("container_memory_working_set_bytes", proxy)] == (10 + 400 + 40) * PAGE

@@ -1,7 +1,7 @@
 /*
  * pod-sandbox: start one container process in its own mount, PID and UTS namespaces (the built-in runtime's runc).
  *
- *   pod-sandbox [-p] [-h HOSTNAME] [-w WORKDIR] [-b SRC DST]... [-r SRC DST]... -- PROGRAM [ARG]...
+ *   pod-sandbox [-p] [-h HOSTNAME] [-w WORKDIR] [-z SOCKET] [-b SRC DST]... [-r SRC DST]... -- PROGRAM [ARG]...
  *
  * The launcher unshares mount+PID+UTS, makes every mount private (nothing propagates to the host), bind-mounts each
  * SRC at DST in the order given (-r: read-only), sets the hostname, and forks the program as PID 1 of the new PID
@@ -14,8 +14,18 @@
  * When that ancestor is "/", the overlay becomes the new root (pivot_root). Inside a DST already mounted here the
  * missing entries are created in the volume, as container runtimes do. With -p the whole root is such an overlay from
  * the start (a private writable layer: the program's writes outside its volumes and the host's other mounts stay in
- * the namespace, in memory). Written for pykubeadm
- * (pykubeadm.kubelet.sandbox); built by scripts/setup.sh or on first use.
+ * the namespace, in memory).
+ *
+ * With -z the program (a `python -m pykubeadm component ...` the lab's zygote has imported) is forked by the pykubeadm
+ * zygote listening at SOCKET instead of exec'd: the launcher connects before it unshares and, once its mount and UTS
+ * namespaces are set up, sends one JSON line {"container": {"argv", "env", "cwd"}} and then its stdin, stdout and
+ * stderr (SCM_RIGHTS). The zygote's child enters the launcher's namespaces, root and working directory, unshares a
+ * PID namespace and forks the program as its PID 1; it answers "pid N" (the program's pid here) and, when the program
+ * has ended, "exit STATUS" (a wait status). The launcher joins that PID namespace for its children (so that nsenter
+ * finds it as with an exec'd program), forwards signals to the program and exits with its status; it kills the
+ * program if the zygote's child is gone first, and the zygote's child kills it when the launcher is gone. If the
+ * zygote cannot be reached or answers no pid, the launcher unshares the PID namespace, forks and execs the program
+ * itself. Written for pykubeadm (pykubeadm.kubelet.sandbox); built by scripts/setup.sh or on first use.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,7 +38,9 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -67,6 +79,7 @@ static int proc_fd = -1; /* the host /proc, for mountinfo once /proc is covered 
 static char *covered[MAX_MOUNTS * 2];
 static int ncovered;
 static pid_t child_pid;
+static volatile pid_t forked_pid; /* the program, when the zygote forked it (-z) */
 
 static void fail(const char *what, const char *path) {
     fprintf(stderr, "pod-sandbox: %s %s: %s\n", what, path ? path : "", strerror(errno));
@@ -243,7 +256,7 @@ static void clone_source(struct bind *b) {
     b->is_dir = S_ISDIR(st.st_mode);
 }
 
-static void bind(const struct bind *b) {
+static void bind_mount(const struct bind *b) {
     ensure_target(b->dst, b->is_dir);
     if (syscall(SYS_move_mount, b->fd, "", AT_FDCWD, b->dst, MOVE_MOUNT_F_EMPTY_PATH) < 0) fail("bind-mount", b->dst);
     close(b->fd);
@@ -259,18 +272,126 @@ static void bind(const struct bind *b) {
 }
 
 static void forward(int sig) {
-    if (child_pid > 0) kill(child_pid, sig);
+    if (forked_pid > 0) kill(forked_pid, sig);
+    else if (child_pid > 0) kill(child_pid, sig);
+}
+
+/* A connection to the zygote's socket, or -1 (then the program is exec'd). */
+static int zygote_connect(const char *path) {
+    struct sockaddr_un addr;
+    if (strlen(path) >= sizeof addr.sun_path) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    strcpy(addr.sun_path, path);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* `s` as a JSON string. */
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
+        else fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
+static int write_all(int fd, const char *buf, size_t len) {
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Ask the zygote to fork `prog` in our namespaces: the request line, then our stdio. */
+static int zygote_request(int fd, char **prog, const char *cwd) {
+    extern char **environ;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return -1;
+    fputs("{\"container\": {\"cwd\": ", f);
+    json_string(f, cwd);
+    fputs(", \"argv\": [", f);
+    for (char **a = prog; *a; a++) {
+        if (a != prog) fputs(", ", f);
+        json_string(f, *a);
+    }
+    fputs("], \"env\": {", f);
+    int first = 1;
+    for (char **e = environ; *e; e++) {
+        char *eq = strchr(*e, '=');
+        if (!eq) continue;
+        *eq = '\0';
+        if (!first) fputs(", ", f);
+        json_string(f, *e);
+        fputs(": ", f);
+        json_string(f, eq + 1);
+        *eq = '=';
+        first = 0;
+    }
+    fputs("}}}\n", f);
+    fclose(f);
+    int rc = write_all(fd, buf, len);
+    free(buf);
+    if (rc < 0) return -1;
+    char one = 'F';
+    struct iovec iov = {.iov_base = &one, .iov_len = 1};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(3 * sizeof(int))];
+    } ctl;
+    memset(&ctl, 0, sizeof ctl);
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(3 * sizeof(int));
+    int fds[3] = {0, 1, 2};
+    memcpy(CMSG_DATA(c), fds, sizeof fds);
+    while (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0) {
+        if (errno != EINTR) return -1;
+    }
+    return 0;
+}
+
+/* The next line from the zygote ("pid N", "exit S") into `line`; 0 at EOF or on an error. A signal interrupts the
+ * read only to be forwarded (SA_RESTART is not set: the loop reads on). */
+static int zygote_line(int fd, char *line, size_t max) {
+    size_t n = 0;
+    while (n + 1 < max) {
+        ssize_t r = read(fd, line + n, 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return 0;
+        if (line[n] == '\n') {
+            line[n] = '\0';
+            return 1;
+        }
+        n++;
+    }
+    return 0;
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: pod-sandbox [-p] [-h HOSTNAME] [-w WORKDIR] [-b|-r SRC DST]... -- PROGRAM [ARG]...\n");
+    fprintf(stderr, "usage: pod-sandbox [-p] [-h HOSTNAME] [-w WORKDIR] [-z SOCKET] [-b|-r SRC DST]... -- PROGRAM [ARG]...\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     static struct bind binds[MAX_MOUNTS];
     int nbinds = 0, i = 1, private_root = 0;
-    const char *hostname = NULL, *workdir = NULL;
+    const char *hostname = NULL, *workdir = NULL, *zygote = NULL;
     for (; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) {
             i++;
@@ -281,6 +402,8 @@ int main(int argc, char **argv) {
             hostname = argv[++i];
         } else if (strcmp(argv[i], "-w") == 0 && i + 1 < argc) {
             workdir = argv[++i];
+        } else if (strcmp(argv[i], "-z") == 0 && i + 1 < argc) {
+            zygote = argv[++i];
         } else if ((strcmp(argv[i], "-b") == 0 || strcmp(argv[i], "-r") == 0) && i + 2 < argc && nbinds < MAX_MOUNTS) {
             binds[nbinds].ro = argv[i][1] == 'r';
             binds[nbinds].src = argv[i + 1];
@@ -294,15 +417,17 @@ int main(int argc, char **argv) {
     }
     if (i >= argc) usage();
     char **prog = argv + i;
+    int zfd = zygote ? zygote_connect(zygote) : -1; /* before the mounts change what the path resolves to */
 
-    if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS) < 0) fail("unshare", "mount+pid+uts");
+    /* with a zygote, the PID namespace is the one it makes for the program (joined below), else ours */
+    if (unshare(CLONE_NEWNS | CLONE_NEWUTS | (zfd >= 0 ? 0 : CLONE_NEWPID)) < 0) fail("unshare", "mount+pid+uts");
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) fail("make private", "/");
     proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (proc_fd < 0) fail("open", "/proc");
     if (hostname && sethostname(hostname, strlen(hostname)) < 0) fail("sethostname", hostname);
     for (int k = 0; k < nbinds; k++) clone_source(&binds[k]);
     if (private_root) overlay("/");
-    for (int k = 0; k < nbinds; k++) bind(&binds[k]);
+    for (int k = 0; k < nbinds; k++) bind_mount(&binds[k]);
     if (workdir) ensure_target(workdir, 1);
     if (scratch_mounted && umount2(scratch, MNT_DETACH) < 0) fail("detach", scratch);
     if (chdir(workdir ? workdir : "/") < 0) fail("chdir", workdir ? workdir : "/");
@@ -310,6 +435,33 @@ int main(int argc, char **argv) {
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, &old);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward;
+    int fwd[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+    if (zfd >= 0) {
+        char line[64];
+        long pid = 0;
+        if (zygote_request(zfd, prog, workdir ? workdir : "/") == 0 && zygote_line(zfd, line, sizeof line) &&
+            sscanf(line, "pid %ld", &pid) == 1 && pid > 0) {
+            forked_pid = (pid_t)pid;
+            char ns[64];
+            snprintf(ns, sizeof ns, "%ld/ns/pid", pid);
+            int nsfd = openat(proc_fd, ns, O_RDONLY | O_CLOEXEC);
+            if (nsfd >= 0) { /* the program's PID namespace becomes our children's: nsenter --pid finds it */
+                setns(nsfd, CLONE_NEWPID);
+                close(nsfd);
+            }
+            for (unsigned k = 0; k < sizeof fwd / sizeof fwd[0]; k++) sigaction(fwd[k], &sa, NULL);
+            sigprocmask(SIG_SETMASK, &old, NULL);
+            int status = SIGKILL; /* the zygote's child gone without a status: the program is killed */
+            if (!zygote_line(zfd, line, sizeof line) || sscanf(line, "exit %d", &status) != 1) kill(forked_pid, SIGKILL);
+            if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+            return WEXITSTATUS(status);
+        }
+        close(zfd); /* no zygote to fork it: exec'd below, in a PID namespace of our own */
+        if (unshare(CLONE_NEWPID) < 0) fail("unshare", "pid");
+    }
     child_pid = fork();
     if (child_pid < 0) fail("fork", "");
     if (child_pid == 0) {
@@ -322,10 +474,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "pod-sandbox: exec: \"%s\": %s\n", prog[0], strerror(errno));
         _exit(errno == ENOENT ? 127 : 126);
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = forward;
-    int fwd[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
     for (unsigned k = 0; k < sizeof fwd / sizeof fwd[0]; k++) sigaction(fwd[k], &sa, NULL);
     sigprocmask(SIG_SETMASK, &old, NULL);
     int status;
