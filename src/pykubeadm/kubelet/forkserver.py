@@ -473,6 +473,10 @@ class ForkServer:
             return
         reply = self._replies.pop(message["id"], None)
         if reply is None or reply.done():
+            if "pid" in message:  # forked for a start given up meanwhile (its Pod stopped): nobody tracks it
+                signal_group(int(message["pid"]), signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # not yet in its own session
+                    os.kill(int(message["pid"]), signal.SIGKILL)
             return
         if "error" in message:
             reply.set_exception(OSError(message["error"]))

@@ -652,21 +652,35 @@ def _become_container(conn: socket.socket, request: dict[str, Any], stamp: int, 
     if program == 0:
         conn.close()
         exit_child(functools.partial(_run_container, fds, argv, env))
-    for fd in fds:
-        os.close(fd)
-    conn.sendall(f"pid {program}\n".encode())
-    ended = os.pidfd_open(program)
-    while True:
-        ready = select.select([conn.fileno(), ended], [], [])[0]
-        if ended in ready:
-            status = os.waitpid(program, 0)[1]
-            with contextlib.suppress(OSError):
-                conn.sendall(f"exit {status}\n".encode())
-            return 0
-        if not conn.recv(64):  # EOF: the launcher is gone, and so is its container
-            os.kill(program, signal.SIGKILL)
-            os.waitpid(program, 0)
-            return 0
+    try:
+        for fd in fds:
+            os.close(fd)
+        ended = os.pidfd_open(program)
+        conn.sendall(f"pid {program}\n".encode())  # fails if the launcher has hung up (or given up waiting)
+        poller = select.poll()
+        poller.register(ended, select.POLLIN)
+        poller.register(conn.fileno(), select.POLLIN)
+        while True:
+            ready = {fd for fd, _ in poller.poll()}
+            if ended in ready:
+                status = os.waitpid(program, 0)[1]
+                with contextlib.suppress(OSError):
+                    conn.sendall(f"exit {status}\n".encode())
+                return 0
+            if not conn.recv(64):  # EOF: the launcher is gone, and so is its container
+                break
+    except BaseException:
+        _kill_and_reap(program)
+        raise
+    _kill_and_reap(program)
+    return 0
+
+
+def _kill_and_reap(pid: int) -> None:  # pragma: no cover - runs in the zygote's grandchild
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
 
 
 def _run_container(fds: list[int], argv: list[str], env: dict[str, str]) -> int:  # pragma: no cover - grandchild

@@ -60,6 +60,13 @@ def _mapped(exc: BaseException, request: httpx2.Request, connecting: bool) -> ht
     return httpx2.TransportError(message, request=request)
 
 
+def _readable(fd: int) -> bool:
+    """Whether an idle connection has something to read (or has been closed): poll, which has no limit on fd numbers."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 class _Body(httpx2.SyncByteStream):
     """A response body read as it arrives; closing it gives the connection back when the body was read to its end."""
 
@@ -111,7 +118,7 @@ class HTTPClientTransport(httpx2.BaseTransport):
                 conn = idle.pop() if idle else None
             if conn is None:
                 return None
-            if conn.sock is not None and not select.select([conn.sock], [], [], 0)[0]:
+            if conn.sock is not None and not _readable(conn.sock.fileno()):
                 return conn
             conn.close()
 
@@ -146,22 +153,30 @@ class HTTPClientTransport(httpx2.BaseTransport):
         key = (scheme, url.host, url.port or (443 if scheme == "https" else 80))
         timeouts = request.extensions.get("timeout") or {}
         body = request.read()
+        headers = list(request.headers.raw)
+        if any(name.lower() == b"transfer-encoding" for name, _ in headers):  # streamed content, read whole above
+            headers = [(n, v) for n, v in headers if n.lower() != b"transfer-encoding"]
+            headers.append((b"Content-Length", str(len(body)).encode()))
         target = url.raw_path.decode("ascii")
         conn = self._take(key) or self._new(key, request, timeouts.get("connect"))
         try:
             assert conn.sock is not None
             conn.sock.settimeout(timeouts.get("read"))
             conn.putrequest(request.method, target, skip_host=True, skip_accept_encoding=True)
-            for name, value in request.headers.raw:
+            for name, value in headers:
                 conn.putheader(name.decode("latin-1"), value)
             conn.endheaders(body or None)
             response = conn.getresponse()
-        except (OSError, http.client.HTTPException) as exc:
+            # http.client decodes header bytes as latin-1: the same bytes go to httpx
+            raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.msg.items()]
+        except BaseException as exc:
             conn.close()
-            raise _mapped(exc, request, connecting=False) from exc
+            if isinstance(exc, OSError | http.client.HTTPException):
+                raise _mapped(exc, request, connecting=False) from exc
+            raise
         return httpx2.Response(
             response.status,
-            headers=[(k, v) for k, v in response.msg.items()],
+            headers=raw,
             stream=_Body(response, conn, self, key, request),
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": (response.reason or "").encode("latin-1")},
         )

@@ -5,6 +5,7 @@ and it dies with the kubelet."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import signal
@@ -24,7 +25,10 @@ ARGV = [sys.executable, "-m", "pykubeadm", "component", "kube-scheduler", "--v=2
 
 
 def _container(args: list[str]) -> int:
-    """What the test server's containers run: report where they are, then exit or wait for a signal."""
+    """What the test server's containers run: report where they are, then exit or wait for a signal (--silent: wait
+    without a word, as a component that has nothing to log yet)."""
+    while "--silent" in args:
+        time.sleep(1)
     preloaded = sorted(m for m in sys.modules if m.startswith("forkserver_test_"))
     report = {"args": args, "argv": sys.argv[1:], "cwd": os.getcwd(), "foo": os.environ.get("FOO")}
     print(json.dumps({**report, "preloaded": preloaded}))
@@ -42,6 +46,10 @@ def server() -> Iterator[ForkServer]:
     assert started is not None
     yield started
     started.close()
+
+
+def _has_stdout(log: Path) -> bool:
+    return "stdout" in log.read_text()
 
 
 def _cri_lines(log: Path) -> list[tuple[str, str]]:
@@ -140,12 +148,57 @@ async def test_a_component_is_forked_once_its_modules_are_imported(tmp_path: Pat
             assert await asyncio.wait_for(proc.wait(), 30) == 0
         preloaded = {}
         for name, log in logs.items():
-            await _until(f"{name}'s report", lambda log=log: "stdout" in log.read_text())
+            await _until(f"{name}'s report", functools.partial(_has_stdout, log))
             preloaded[name] = json.loads(dict(_cri_lines(log))["stdout"])["preloaded"]
         assert preloaded == {
             "kube-proxy": ["forkserver_test_gate"],
             "kube-scheduler": ["forkserver_test_gate", "forkserver_test_scheduler"],
         }
+    finally:
+        started.close()
+
+
+def _running_with(marker: str) -> list[int]:
+    """Live processes whose command line has `marker` as an argument."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            args = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if entry.isdigit() and marker in args and not _gone(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+async def test_a_container_forked_for_a_start_given_up_is_killed(tmp_path: Path) -> None:
+    # The kubelet gives up a start (its Pod is stopped) while the server still imports the component's module: the
+    # container the server forks afterwards is killed, not left running untracked.
+    gate = tmp_path / "gate"
+    (tmp_path / "forkserver_test_gate2.py").write_text(
+        "import os, time\n"
+        f"deadline = time.monotonic() + 30\nwhile not os.path.exists({str(gate)!r}) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        started = ForkServer.start(modules={"kube-scheduler": ("forkserver_test_gate2",)}, runner=_container)
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert started is not None
+    marker = f"--given-up={tmp_path}"
+    try:
+        argv = [*ARGV, marker, "--silent"]
+        start = asyncio.ensure_future(ForkedProcess.start(started, argv, {}, tmp_path / "0.log", None))
+        await _until("the request to be sent", lambda: len(started._replies) == 1)
+        start.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await start
+        gate.touch()
+        # Served in order: once this one is forked, the given-up one was forked (and its pid answered) before it.
+        after = await ForkedProcess.start(started, [*ARGV, "--exit", "0"], {}, tmp_path / "1.log", None)
+        assert await asyncio.wait_for(after.wait(), 30) == 0
+        await _until("the given-up container to be gone", lambda: not _running_with(marker), timeout=30)
     finally:
         started.close()
 

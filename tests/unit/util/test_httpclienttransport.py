@@ -187,3 +187,27 @@ def test_failures_are_httpx_transport_errors(serve: Callable[..., _Server], tmp_
             client.get(server.url)
     finally:
         release.set()
+
+
+def test_a_latin_1_header_and_a_streamed_request_body(serve: Callable[..., _Server]) -> None:
+    def echo(h: BaseHTTPRequestHandler) -> None:
+        length = int(h.headers.get("Content-Length") or 0)
+        body = h.rfile.read(length)
+        h.send_response(200)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+    def latin(h: BaseHTTPRequestHandler) -> None:  # a header byte above 0x7f, written by hand
+        h.wfile.write(b"HTTP/1.1 200 OK\r\nX-Name: caf\xe9\r\nContent-Length: 2\r\n\r\nok")
+
+    server = serve(echo)
+    with sync_http_client(False, timeout=5) as client:
+        # content from a generator: httpx would send it chunked; it goes with its length instead
+        r = client.post(server.url, content=iter([b"par", b"ts"]))
+        assert r.status_code == 200 and r.content == b"parts"
+        assert client.get(server.url).status_code == 200  # and the connection is still usable
+    other = serve(latin)
+    with sync_http_client(False, timeout=5) as client:
+        r = client.get(other.url)
+    assert r.status_code == 200 and r.text == "ok" and r.headers.raw[0] == (b"X-Name", b"caf\xe9")

@@ -17,15 +17,16 @@
  * the namespace, in memory).
  *
  * With -z the program (a `python -m pykubeadm component ...` the lab's zygote has imported) is forked by the pykubeadm
- * zygote listening at SOCKET instead of exec'd: the launcher connects before it unshares and, once its mount and UTS
- * namespaces are set up, sends one JSON line {"container": {"argv", "env", "cwd"}} and then its stdin, stdout and
- * stderr (SCM_RIGHTS). The zygote's child enters the launcher's namespaces, root and working directory, unshares a
- * PID namespace and forks the program as its PID 1; it answers "pid N" (the program's pid here) and, when the program
- * has ended, "exit STATUS" (a wait status). The launcher joins that PID namespace for its children (so that nsenter
- * finds it as with an exec'd program), forwards signals to the program and exits with its status; it kills the
- * program if the zygote's child is gone first, and the zygote's child kills it when the launcher is gone. If the
- * zygote cannot be reached or answers no pid, the launcher unshares the PID namespace, forks and execs the program
- * itself. Written for pykubeadm (pykubeadm.kubelet.sandbox); built by scripts/setup.sh or on first use.
+ * zygote listening at SOCKET instead of exec'd: the launcher connects and sends one JSON line {"container": {"argv",
+ * "env", "cwd"}} before it unshares, and its stdin, stdout and stderr (SCM_RIGHTS) once its mount and UTS namespaces
+ * are set up. The zygote's child then enters the launcher's namespaces, root and working directory, unshares a PID
+ * namespace and forks the program as its PID 1; it answers "pid N" (the program's pid here) and, when the program has
+ * ended, "exit STATUS" (a wait status). The launcher joins that PID namespace for its children (so that nsenter finds
+ * it as with an exec'd program), forwards signals to the program and exits with its status; it kills the program if
+ * the zygote's child is gone first, and the zygote's child kills it when the launcher is. If the zygote cannot be
+ * reached or answers no pid within ZYGOTE_PID_TIMEOUT seconds, the launcher unshares the PID namespace, forks and
+ * execs the program itself. Written for pykubeadm (pykubeadm.kubelet.sandbox); built by scripts/setup.sh or on first
+ * use.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,6 +44,7 @@
 #include <sys/un.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -303,9 +305,9 @@ static void json_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static int write_all(int fd, const char *buf, size_t len) {
+static int send_all(int fd, const char *buf, size_t len) {
     while (len > 0) {
-        ssize_t n = write(fd, buf, len);
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL); /* a closed zygote is an error, not a SIGPIPE */
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return -1;
         buf += n;
@@ -314,7 +316,8 @@ static int write_all(int fd, const char *buf, size_t len) {
     return 0;
 }
 
-/* Ask the zygote to fork `prog` in our namespaces: the request line, then our stdio. */
+/* Ask the zygote to fork `prog` in our namespaces: the request line, sent as soon as we are connected (the zygote
+ * reads it and goes on; its child waits for our stdio). */
 static int zygote_request(int fd, char **prog, const char *cwd) {
     extern char **environ;
     char *buf = NULL;
@@ -343,9 +346,13 @@ static int zygote_request(int fd, char **prog, const char *cwd) {
     }
     fputs("}}}\n", f);
     fclose(f);
-    int rc = write_all(fd, buf, len);
+    int rc = send_all(fd, buf, len);
     free(buf);
-    if (rc < 0) return -1;
+    return rc;
+}
+
+/* Our stdin, stdout and stderr to the zygote's child, once our namespaces are ready: it enters them then. */
+static int zygote_stdio(int fd) {
     char one = 'F';
     struct iovec iov = {.iov_base = &one, .iov_len = 1};
     union {
@@ -365,6 +372,10 @@ static int zygote_request(int fd, char **prog, const char *cwd) {
     }
     return 0;
 }
+
+/* How long the launcher waits for the zygote's "pid" line before it execs the program itself: the zygote serves one
+ * request at a time and may be importing. Its child kills a program it forks once we have hung up. */
+#define ZYGOTE_PID_TIMEOUT 10
 
 /* The next line from the zygote ("pid N", "exit S") into `line`; 0 at EOF or on an error. A signal interrupts the
  * read only to be forwarded (SA_RESTART is not set: the loop reads on). */
@@ -418,6 +429,10 @@ int main(int argc, char **argv) {
     if (i >= argc) usage();
     char **prog = argv + i;
     int zfd = zygote ? zygote_connect(zygote) : -1; /* before the mounts change what the path resolves to */
+    if (zfd >= 0 && zygote_request(zfd, prog, workdir ? workdir : "/") < 0) {
+        close(zfd);
+        zfd = -1;
+    }
 
     /* with a zygote, the PID namespace is the one it makes for the program (joined below), else ours */
     if (unshare(CLONE_NEWNS | CLONE_NEWUTS | (zfd >= 0 ? 0 : CLONE_NEWPID)) < 0) fail("unshare", "mount+pid+uts");
@@ -442,8 +457,11 @@ int main(int argc, char **argv) {
     if (zfd >= 0) {
         char line[64];
         long pid = 0;
-        if (zygote_request(zfd, prog, workdir ? workdir : "/") == 0 && zygote_line(zfd, line, sizeof line) &&
-            sscanf(line, "pid %ld", &pid) == 1 && pid > 0) {
+        struct timeval wait = {.tv_sec = ZYGOTE_PID_TIMEOUT}, forever = {0};
+        setsockopt(zfd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+        if (zygote_stdio(zfd) == 0 && zygote_line(zfd, line, sizeof line) && sscanf(line, "pid %ld", &pid) == 1 &&
+            pid > 0) {
+            setsockopt(zfd, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof forever);
             forked_pid = (pid_t)pid;
             char ns[64];
             snprintf(ns, sizeof ns, "%ld/ns/pid", pid);
@@ -455,7 +473,11 @@ int main(int argc, char **argv) {
             for (unsigned k = 0; k < sizeof fwd / sizeof fwd[0]; k++) sigaction(fwd[k], &sa, NULL);
             sigprocmask(SIG_SETMASK, &old, NULL);
             int status = SIGKILL; /* the zygote's child gone without a status: the program is killed */
-            if (!zygote_line(zfd, line, sizeof line) || sscanf(line, "exit %d", &status) != 1) kill(forked_pid, SIGKILL);
+            if (!zygote_line(zfd, line, sizeof line) || sscanf(line, "exit %d", &status) != 1) {
+                kill(forked_pid, SIGKILL);
+                /* gone (or a zombie its parent reaps) before a restarted container would want its ports */
+                for (int i = 0; i < 500 && kill(forked_pid, 0) == 0; i++) usleep(10000);
+            }
             if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
             return WEXITSTATUS(status);
         }
