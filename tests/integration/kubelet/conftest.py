@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pykubeadm.kubelet import zygote
 from pykubeadm.layout import Layout
 from pykubeadm.phases import kubeletservice
 
@@ -20,3 +21,12 @@ def warm_layout(tmp_path: Path) -> Iterator[Layout]:
     yield layout
     kubeletservice.discard_prewarmed_kubelets()
     kubeletservice.stop_kubelet(layout, timeout=5)
+
+
+@pytest.fixture
+def sock(tmp_path: Path) -> Iterator[Path]:
+    """A kubelet zygote listening in `tmp_path`, stopped afterwards."""
+    path = tmp_path / zygote.SOCKET_NAME
+    assert zygote.start(path) is not None
+    yield path
+    zygote.stop(path)

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -118,24 +118,34 @@ async def test_the_real_runner_runs_pykubeadm(tmp_path: Path) -> None:
         real.close()
 
 
-async def test_a_component_is_forked_once_its_modules_are_imported(tmp_path: Path) -> None:
-    # kube-apiserver's module holds the server's imports until the test opens its gate. The two requests sent
-    # meanwhile are then served: kube-proxy, which has no modules of its own, at once; kube-scheduler once its module
-    # is in too (it would import it again otherwise).
-    gate = tmp_path / "gate"
+def _gated_server(tmp_path: Path, modules: Mapping[str, tuple[str, ...]], gate: Path) -> ForkServer:
+    """A fork server whose module `forkserver_test_gate` (in `tmp_path`) holds its imports until `gate` exists; the
+    other modules named are empty modules in `tmp_path`."""
     (tmp_path / "forkserver_test_gate.py").write_text(
         "import os, time\n"
         f"deadline = time.monotonic() + 30\nwhile not os.path.exists({str(gate)!r}) and time.monotonic() < deadline:\n"
         "    time.sleep(0.01)\n"
     )
-    (tmp_path / "forkserver_test_scheduler.py").write_text("")
+    for names in modules.values():
+        for name in names:
+            if name != "forkserver_test_gate":
+                (tmp_path / f"{name}.py").write_text("")
     sys.path.insert(0, str(tmp_path))
     try:
-        modules = {"kube-apiserver": ("forkserver_test_gate",), "kube-scheduler": ("forkserver_test_scheduler",)}
         started = ForkServer.start(modules=modules, runner=_container)
     finally:
         sys.path.remove(str(tmp_path))
     assert started is not None
+    return started
+
+
+async def test_a_component_is_forked_once_its_modules_are_imported(tmp_path: Path) -> None:
+    # kube-apiserver's module holds the server's imports until the test opens its gate. The two requests sent
+    # meanwhile are then served: kube-proxy, which has no modules of its own, at once; kube-scheduler once its module
+    # is in too (it would import it again otherwise).
+    gate = tmp_path / "gate"
+    modules = {"kube-apiserver": ("forkserver_test_gate",), "kube-scheduler": ("forkserver_test_scheduler",)}
+    started = _gated_server(tmp_path, modules, gate)
     try:
         logs = {name: tmp_path / f"{name}.log" for name in ("kube-scheduler", "kube-proxy")}
         asked = [
@@ -175,17 +185,7 @@ async def test_a_container_forked_for_a_start_given_up_is_killed(tmp_path: Path)
     # The kubelet gives up a start (its Pod is stopped) while the server still imports the component's module: the
     # container the server forks afterwards is killed, not left running untracked.
     gate = tmp_path / "gate"
-    (tmp_path / "forkserver_test_gate2.py").write_text(
-        "import os, time\n"
-        f"deadline = time.monotonic() + 30\nwhile not os.path.exists({str(gate)!r}) and time.monotonic() < deadline:\n"
-        "    time.sleep(0.01)\n"
-    )
-    sys.path.insert(0, str(tmp_path))
-    try:
-        started = ForkServer.start(modules={"kube-scheduler": ("forkserver_test_gate2",)}, runner=_container)
-    finally:
-        sys.path.remove(str(tmp_path))
-    assert started is not None
+    started = _gated_server(tmp_path, {"kube-scheduler": ("forkserver_test_gate",)}, gate)
     marker = f"--given-up={tmp_path}"
     try:
         argv = [*ARGV, marker, "--silent"]

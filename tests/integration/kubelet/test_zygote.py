@@ -9,7 +9,6 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,14 +28,6 @@ from pykubeadm.phases import kubeletservice
 from pykubeadm.testing.apiserver import free_port
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def sock(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / zygote.SOCKET_NAME
-    assert zygote.start(path) is not None
-    yield path
-    zygote.stop(path)
 
 
 @pytest.fixture

@@ -12,27 +12,18 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.integration.kubelet.kubelet_procs import alive, children_of, cmdline, wait_until
 
-from pykubeadm.kubelet import sandbox, zygote
+from pykubeadm.kubelet import sandbox
 from pykubeadm.testing.apiserver import free_port
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(not sandbox.can_isolate(), reason="needs root and mount/PID namespaces"),
 ]
-
-
-@pytest.fixture
-def sock(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / zygote.SOCKET_NAME
-    assert zygote.start(path) is not None
-    yield path
-    zygote.stop(path)
 
 
 @pytest.fixture
