@@ -41,7 +41,8 @@ outside the namespace) and `exit STATUS` (its wait status) when the program has 
 launcher goes away first. The launcher joins that PID namespace for its children (nsenter, `kubectl exec`, find it
 there) and forwards signals to the program. So a container looks as an exec'd one from inside (PID 1, its hostname,
 its mounts) and from the kubelet (the launcher is its process); the program is not the launcher's descendant, so
-kubelet.resourcemetrics counts a sandbox by its PID namespace. A request from another
+kubelet.resourcemetrics counts a sandbox by its PID namespace. `ps` shows that parent as `pykubeadm: zygote relay of
+NAME for launcher PID`. A request from another
 installation, or after pykubeadm's code has changed, gets no pid, and the launcher execs the program itself.
 `ADDON_MODULES` is what the lab asks the zygote to import ahead for them.
 
@@ -636,7 +637,7 @@ def _become_container(conn: socket.socket, request: dict[str, Any], stamp: int, 
     the launcher then execs the program."""
     import select
 
-    from pykubeadm.kubelet.forkserver import code_stamp, exit_child
+    from pykubeadm.kubelet.forkserver import code_stamp, exit_child, set_proc_args
 
     spec = request["container"]
     argv = [str(a) for a in spec["argv"]]
@@ -647,7 +648,9 @@ def _become_container(conn: socket.socket, request: dict[str, Any], stamp: int, 
     if len(fds) != 3 or code_stamp() != stamp:
         return 1
     os.setsid()
-    _enter(_peer(conn), str(spec["cwd"]))
+    launcher = _peer(conn)
+    set_proc_args([f"pykubeadm: zygote relay of {argv[4]} for launcher {launcher}"], {})  # not a second zygote in ps
+    _enter(launcher, str(spec["cwd"]))
     program = os.fork()
     if program == 0:
         conn.close()

@@ -96,6 +96,8 @@ def test_a_forked_add_on_is_pid_1_of_its_own_namespace_and_ends_with_its_launche
         _serving(proc)
         program = _program(corefile, proc.pid)
         assert program not in children_of(proc.pid)  # forked by the zygote, not exec'd by the launcher
+        relay = int(_status(program, "PPid"))
+        assert cmdline(relay) == [f"pykubeadm: zygote relay of coredns for launcher {proc.pid}"]
         assert _status(program, "NSpid").split()[-1] == "1"
         assert os.readlink(f"/proc/{program}/ns/pid") == os.readlink(f"/proc/{proc.pid}/ns/pid_for_children")
         assert cmdline(program)[:5] == [sys.executable, "-m", "pykubeadm", "component", "coredns"]
