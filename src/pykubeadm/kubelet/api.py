@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from pykubeadm.util.tlscontext import insecure_client_context
+
 __all__ = ["ApiError", "ClientConfig", "KubeClient", "SwappableClient", "is_refused", "is_transient", "wait_listening"]
 
 log = logging.getLogger(__name__)
@@ -93,9 +95,7 @@ class ClientConfig:
 
     def ssl_context(self) -> ssl.SSLContext:
         if self.insecure:
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
+            ctx = insecure_client_context()
         elif self.ca_pem:
             ctx = ssl.create_default_context(cadata=self.ca_pem.decode())
         else:

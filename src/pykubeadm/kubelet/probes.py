@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+
+from pykubeadm.util.tlscontext import insecure_client_context
 
 __all__ = ["Probe", "ProbeResult", "run_probe"]
 
@@ -59,9 +60,7 @@ def _port(value: Any, ports: Mapping[str, int]) -> int:
     raise ValueError(f"unknown named port {value!r}")
 
 
-_INSECURE = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # probes never verify; no CA bundle to load
-_INSECURE.check_hostname = False
-_INSECURE.verify_mode = ssl.CERT_NONE
+_INSECURE = insecure_client_context()  # probes never verify; no CA bundle to load
 
 
 async def run_probe(probe: Probe, pod_ip: str, named_ports: Mapping[str, int] | None = None) -> ProbeResult:

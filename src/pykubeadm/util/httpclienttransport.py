@@ -21,26 +21,20 @@ from collections.abc import Iterator
 
 import httpx2
 
-__all__ = ["HTTPClientTransport", "insecure_context", "sync_http_client"]
+from pykubeadm.util.tlscontext import insecure_client_context
+
+__all__ = ["HTTPClientTransport", "sync_http_client"]
 
 #: Idle connections kept per scheme, host and port.
 _MAX_IDLE = 10
 _Key = tuple[str, str, int]
 
 
-def insecure_context() -> ssl.SSLContext:
-    """A TLS client context that does not verify the server (kubeadm's health checks, token discovery's first step)."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    return ctx
-
-
 def sync_http_client(verify: ssl.SSLContext | bool, timeout: float) -> httpx2.Client:
     """A blocking httpx client over http.client: `verify` is the TLS context (False: no verification; True: the
     system's CAs). Proxy variables are ignored (the endpoints are the cluster's own)."""
     if verify is False:
-        ctx = insecure_context()
+        ctx = insecure_client_context()
     elif verify is True:
         ctx = ssl.create_default_context()
     else:

@@ -21,6 +21,7 @@ from multidict import CIMultiDict
 
 from pykubeadm.apiserver.authn.user import UserInfo
 from pykubeadm.util import jsoncodec
+from pykubeadm.util.tlscontext import insecure_client_context
 
 __all__ = ["Backend", "ProxyTransport", "proxy_request", "resolve_backend", "resolve_backends"]
 
@@ -132,14 +133,14 @@ class ProxyTransport:
     def ssl_for(self, b: Backend) -> ssl.SSLContext:
         ctx = self._contexts.get((b.ca_bundle, b.insecure))
         if ctx is None:
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             if b.insecure:
-                ctx.check_hostname = False
-                ctx.verify_mode = ssl.CERT_NONE
-            elif b.ca_bundle:
-                ctx.load_verify_locations(cadata=b.ca_bundle)
+                ctx = insecure_client_context()
             else:
-                ctx.load_default_certs()
+                ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+                if b.ca_bundle:
+                    ctx.load_verify_locations(cadata=b.ca_bundle)
+                else:
+                    ctx.load_default_certs()
             if self._cert is not None and self._key is not None:
                 ctx.load_cert_chain(str(self._cert), str(self._key))
             self._contexts[(b.ca_bundle, b.insecure)] = ctx

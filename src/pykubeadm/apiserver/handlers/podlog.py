@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ssl
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -23,6 +22,7 @@ from aiohttp import web
 from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.handlers.context import info_of, state_of
 from pykubeadm.apiserver.registry import Store
+from pykubeadm.util.tlscontext import insecure_client_context
 
 __all__ = ["KubeletClient", "kubelet_endpoint", "pod_container", "pod_log"]
 
@@ -37,9 +37,7 @@ class KubeletClient:
     """TLS to kubelets with the API server's kubelet client certificate (none configured: no client certificate)."""
 
     def __init__(self, cert: Path | None, key: Path | None):
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
+        ctx = insecure_client_context()
         if cert is not None and key is not None:
             ctx.load_cert_chain(str(cert), str(key))
         self.ssl = ctx
