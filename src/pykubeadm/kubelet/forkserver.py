@@ -47,6 +47,7 @@ __all__ = [
     "ForkServer",
     "ForkedProcess",
     "code_stamp",
+    "component_name",
     "exit_child",
     "fork_server",
     "kill_with_parent",
@@ -86,7 +87,6 @@ COMPONENT_MODULES: Mapping[str, tuple[str, ...]] = {
 
 #: The entrypoint of a built-in component's image (kubelet.runtime.resolve_program), less its name.
 _ENTRYPOINT = (sys.executable, "-m", "pykubeadm", "component")
-_FORKED = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_MM = 35
@@ -102,9 +102,16 @@ def run_pykubeadm(args: list[str]) -> int:
     return run(args)
 
 
+def component_name(argv: Sequence[str]) -> str | None:
+    """NAME when `argv` is this interpreter's `python -m pykubeadm component NAME ...` (a built-in component's image,
+    which a process of this installation can run without exec), else None."""
+    n = len(_ENTRYPOINT)
+    return str(argv[n]) if len(argv) > n and tuple(argv[:n]) == _ENTRYPOINT else None
+
+
 def forkable(argv: Sequence[str]) -> bool:
-    """Whether `argv` runs one of the components the server has imported."""
-    return tuple(argv[: len(_ENTRYPOINT)]) == _ENTRYPOINT and len(argv) > len(_ENTRYPOINT) and argv[4] in _FORKED
+    """Whether `argv` runs one of the components the server imports."""
+    return component_name(argv) in COMPONENT_MODULES
 
 
 # --- the server (a child of the kubelet) -----------------------------------------------------------------------------
@@ -291,8 +298,7 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
 
 def _component(request: dict[str, Any]) -> str:
     """The component a request runs (`python -m pykubeadm component NAME ...`)."""
-    argv = request.get("argv") or []
-    return str(argv[len(_ENTRYPOINT)]) if len(argv) > len(_ENTRYPOINT) else ""
+    return component_name(request.get("argv") or []) or ""
 
 
 def _serve(

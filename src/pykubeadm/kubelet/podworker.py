@@ -18,7 +18,6 @@ import contextlib
 import logging
 import os
 import random
-import sys
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -69,13 +68,12 @@ def _forking_zygote(spec: dict[str, Any], argv: list[str]) -> Path | None:
     """The lab's zygote, for a container it can fork: an add-on component (kube-proxy, CoreDNS) of this pykubeadm,
     without a terminal or stdin, run by a kubelet the zygote forked. None: the launcher execs the program."""
     from pykubeadm.kubelet import zygote
+    from pykubeadm.kubelet.forkserver import component_name
 
     path = zygote.serving_zygote()
     if path is None or spec.get("tty") or spec.get("stdin"):
         return None
-    if argv[:4] != [sys.executable, "-m", "pykubeadm", "component"] or len(argv) < 5:
-        return None
-    return path if argv[4] in zygote.FORKED_COMPONENTS else None
+    return path if component_name(argv) in zygote.FORKED_COMPONENTS else None
 
 
 class PodWorker:

@@ -42,9 +42,8 @@ launcher goes away first. The launcher joins that PID namespace for its children
 there) and forwards signals to the program. So a container looks as an exec'd one from inside (PID 1, its hostname,
 its mounts) and from the kubelet (the launcher is its process); the program is not the launcher's descendant, so
 kubelet.resourcemetrics counts a sandbox by its PID namespace. `ps` shows that parent as `pykubeadm: zygote relay of
-NAME for launcher PID`. A request from another
-installation, or after pykubeadm's code has changed, gets no pid, and the launcher execs the program itself.
-`ADDON_MODULES` is what the lab asks the zygote to import ahead for them.
+NAME for launcher PID`. A request from another installation, or after pykubeadm's code has changed, gets no pid, and
+the launcher execs the program itself. `ADDON_MODULES` is what the lab asks the zygote to import ahead for them.
 
 Nothing here holds a flag or a credential: the zygote forks before any is read, as the fork server does.
 """
@@ -597,29 +596,38 @@ _CLONE_NEWPID = 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
 
 
+def _libc_call(what: str, result: int) -> None:  # pragma: no cover - runs in the zygote's grandchildren
+    """Raise OSError (naming `what`) if a libc call returned non-zero."""
+    if result != 0:
+        import ctypes
+
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _libc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def _enter(pid: int, cwd: str) -> None:  # pragma: no cover - runs in the zygote's grandchild
     """Enter the UTS and mount namespaces of `pid`, its root and `cwd` there, and a new PID namespace for the
     children (the next fork is its PID 1)."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _libc()
     entries = (("uts", _CLONE_NEWUTS), ("mnt", _CLONE_NEWNS))
     fds = [os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC) for name, _ in entries]
     root = os.open(f"/proc/{pid}/root", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for fd, (name, kind) in zip(fds, entries, strict=True):
-            if libc.setns(fd, kind) != 0:
-                err = ctypes.get_errno()
-                raise OSError(err, f"setns {name} of {pid}: {os.strerror(err)}")
+            _libc_call(f"setns {name} of {pid}", libc.setns(fd, kind))
         os.fchdir(root)
         os.chroot(".")
         os.chdir(cwd)
     finally:
         for fd in (*fds, root):
             os.close(fd)
-    if libc.unshare(_CLONE_NEWPID) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"unshare pid: {os.strerror(err)}")
+    _libc_call("unshare pid", libc.unshare(_CLONE_NEWPID))
 
 
 def _peer(conn: socket.socket) -> int:
@@ -637,19 +645,19 @@ def _become_container(conn: socket.socket, request: dict[str, Any], stamp: int, 
     the launcher then execs the program."""
     import select
 
-    from pykubeadm.kubelet.forkserver import code_stamp, exit_child, set_proc_args
+    from pykubeadm.kubelet.forkserver import code_stamp, component_name, exit_child, set_proc_args
 
-    spec = request["container"]
-    argv = [str(a) for a in spec["argv"]]
-    env = {str(k): str(v) for k, v in spec["env"].items()}
-    if argv[:4] != [sys.executable, "-m", "pykubeadm", "component"]:
+    spec = request["container"]  # its argv and env are strings (_read_request)
+    argv, env = spec["argv"], spec["env"]
+    name = component_name(argv)
+    if name is None:
         return 1
     fds = socket.recv_fds(conn, 1, 3)[1]
     if len(fds) != 3 or code_stamp() != stamp:
         return 1
     os.setsid()
     launcher = _peer(conn)
-    set_proc_args([f"pykubeadm: zygote relay of {argv[4]} for launcher {launcher}"], {})  # not a second zygote in ps
+    set_proc_args([f"pykubeadm: zygote relay of {name} for launcher {launcher}"], {})  # not a second zygote in ps
     _enter(launcher, str(spec["cwd"]))
     program = os.fork()
     if program == 0:
@@ -688,14 +696,9 @@ def _kill_and_reap(pid: int) -> None:  # pragma: no cover - runs in the zygote's
 
 def _run_container(fds: list[int], argv: list[str], env: dict[str, str]) -> int:  # pragma: no cover - grandchild
     """The program, PID 1 of the container's PID namespace: its /proc, stdio, session and command line."""
-    import ctypes
-
     from pykubeadm.kubelet.forkserver import prepare_child, run_as_new_interpreter, run_pykubeadm, set_proc_args
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"mount /proc: {os.strerror(err)}")
+    _libc_call("mount /proc", _libc().mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None))
     os.setsid()
     for target, fd in enumerate(fds):
         os.dup2(fd, target)

@@ -225,8 +225,8 @@ def zygote_socket(lab_dir: Path) -> Path:
 def _prepare_joins(lab_dir: Path, roots: list[Path]) -> None:
     """Before the joins (while init works, or at once for `lab join`): have each node's kubelet warm (forked by the
     lab's zygote, or a new interpreter) and import what `join` runs, so that the forked joins begin with both (see
-    lab.forkcli); and have the zygote import the add-on components it forks for the kubelets. Nothing when the lab process cannot fork: then every join is a new interpreter that warms its own
-    kubelet."""
+    lab.forkcli); and have the zygote import the add-on components it forks for the kubelets. Nothing when the lab
+    process cannot fork: then every join is a new interpreter that warms its own kubelet."""
     if not forkcli.can_fork():
         return
     from pykubeadm.kubelet import zygote
