@@ -16,12 +16,20 @@ command -v etcdctl >/dev/null 2>&1 || need_apt+=(etcd-client)
 command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need_apt+=(nftables)
 # The fault tests shift the clock of our processes with libfaketime (LD_PRELOAD).
 command -v faketime >/dev/null 2>&1 || need_apt+=(faketime)
+# Real containers: containerd (its CRI plugin) with runc, the CNI plugins in /usr/lib/cni, and what the tests build
+# OCI images offline with (skopeo, umoci, a static busybox).
+command -v containerd >/dev/null 2>&1 || need_apt+=(containerd)
+command -v runc >/dev/null 2>&1 || [ -x /usr/sbin/runc ] || need_apt+=(runc)
+[ -x /usr/lib/cni/bridge ] || need_apt+=(containernetworking-plugins)
+command -v skopeo >/dev/null 2>&1 || need_apt+=(skopeo)
+command -v umoci >/dev/null 2>&1 || need_apt+=(umoci)
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need_apt+=(busybox-static)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "[setup] installing Debian packages: ${need_apt[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+    apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
+    apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
   else
     echo "[setup] WARNING: missing ${need_apt[*]} and not root; some tests will be skipped" >&2
   fi
