@@ -18,7 +18,14 @@ from pykubeadm.cri.endpoint import unix_endpoint
 from pykubeadm.layout import Layout
 from pykubeadm.util.fs import write_file_atomic
 
-__all__ = ["ContainerdConfig", "kubeadm_pause_image", "negative_oom_score_adj_refused", "render_config", "write_config"]
+__all__ = [
+    "ContainerdConfig",
+    "kubeadm_pause_image",
+    "negative_oom_score_adj_refused",
+    "render_config",
+    "write_config",
+    "write_registry_hosts",
+]
 
 _CRI = "io.containerd.grpc.v1.cri"
 
@@ -113,4 +120,13 @@ def write_config(cfg: ContainerdConfig) -> Path:
     path = layout.containerd_config
     path.parent.mkdir(parents=True, exist_ok=True)
     write_file_atomic(path, render_config(cfg).encode(), 0o644)
+    return path
+
+
+def write_registry_hosts(layout: Layout, registry: str, server: str) -> Path:
+    """Point the node's containerd at `server` (e.g. "http://127.0.0.1:5001") for images named `registry/...`, through a
+    `hosts.toml` under registry.config_path (plain HTTP is allowed only where written like this)."""
+    path = layout.containerd_certs_dir / registry / "hosts.toml"
+    doc = {"server": server, "host": {server: {"capabilities": ["pull", "resolve"]}}}
+    write_file_atomic(path, tomli_w.dumps(doc).encode(), 0o644)
     return path

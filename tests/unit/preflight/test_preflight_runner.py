@@ -121,8 +121,12 @@ def test_phase_host_mode_runs_root_check_first_and_alone(tmp_path: Path) -> None
     assert "NumCPU" not in str(ei.value)
 
 
-def test_phase_host_mode_pulls_images_through_crictl(tmp_path: Path) -> None:
-    host = FakeHost(hosts={"node1": ["127.0.10.1"]}, commands={"crictl": (1, "image not found")})
+def test_phase_host_mode_pulls_images_through_cri(tmp_path: Path) -> None:
+    host = FakeHost(
+        hosts={"node1": ["127.0.10.1"]},
+        cri_images={"registry.k8s.io/etcd:3.5.21-0"},
+        cri_pull_errors={"registry.k8s.io/pause:3.10": "image not found"},
+    )
     data, out, err = data_for(tmp_path, host, frozenset({"all"}))
     data.real_layout = Layout(root=Path("/"))
     PHASE.run(data)  # type: ignore[misc]
@@ -132,14 +136,12 @@ def test_phase_host_mode_pulls_images_through_crictl(tmp_path: Path) -> None:
         "[preflight] This might take a minute or two, depending on the speed of your internet connection",
         "[preflight] You can also perform this action beforehand using 'kubeadm config images pull'",
     ]
-    pulls = [c[-1] for c in host.calls if c[:1] == ["crictl"] and "pull" in c]
-    assert pulls == [
+    # IfNotPresent (the default): etcd is already there, pause fails, the rest are pulled.
+    assert host.pulled == [
         "registry.k8s.io/kube-apiserver:v1.33.0",
         "registry.k8s.io/kube-controller-manager:v1.33.0",
         "registry.k8s.io/kube-scheduler:v1.33.0",
         "registry.k8s.io/kube-proxy:v1.33.0",
         "registry.k8s.io/coredns/coredns:v1.12.0",
-        "registry.k8s.io/pause:3.10",
-        "registry.k8s.io/etcd:3.5.21-0",
     ]
     assert "\t[WARNING ImagePull]: failed to pull image registry.k8s.io/pause:3.10: image not found\n" in err

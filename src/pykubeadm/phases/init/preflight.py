@@ -2,7 +2,7 @@
 
 Host mode (root dir "/": a real kubelet and container runtime) runs kubeadm's full list; a node under `--root-dir`
 (built-in mode) skips the root check and the container-runtime checks (see `preflight.nodechecks`). Image pulls need a
-CRI: in host mode they go through `crictl`; built-in nodes run programs, not images, so there is nothing to pull.
+CRI: in host mode they go through the runtime's ImageService; built-in nodes run programs, not images, so there is nothing to pull.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def init_check_params(data: InitData) -> InitCheckParams:
 
 
 class _ImagePullCheck:
-    """kubeadm's ImagePullCheck through crictl (respecting imagePullPolicy)."""
+    """kubeadm's ImagePullCheck through CRI (respecting imagePullPolicy)."""
 
     def __init__(self, host: Host, cri_socket: str, image: str, policy: str):
         self.host, self.cri_socket, self.image, self.policy = host, cri_socket, image, policy
@@ -82,16 +82,13 @@ class _ImagePullCheck:
         return "ImagePull"
 
     def check(self) -> Result:
-        endpoint = ["crictl", "--runtime-endpoint", self.cri_socket]
-        if self.policy != "Always":
-            code, _ = self.host.run([*endpoint, "inspecti", self.image])
-            if code == 0:
-                return [], []
-            if self.policy == "Never":
-                return [], [f"image {self.image} does not exist and the pull policy is Never"]
-        code, out = self.host.run([*endpoint, "pull", self.image])
-        if code != 0:
-            return [], [f"failed to pull image {self.image}: {out.strip()}"]
+        if self.policy != "Always" and self.host.cri_image_exists(self.cri_socket, self.image):
+            return [], []
+        if self.policy == "Never":
+            return [], [f"image {self.image} does not exist and the pull policy is Never"]
+        err = self.host.cri_pull_image(self.cri_socket, self.image)
+        if err:
+            return [], [f"failed to pull image {self.image}: {err}"]
         return [], []
 
 
