@@ -39,6 +39,7 @@ class Host(Protocol):
     def cri_not_running(self, endpoint: str) -> str | None: ...
     def cri_image_exists(self, endpoint: str, image: str) -> bool: ...
     def cri_pull_image(self, endpoint: str, image: str) -> str | None: ...
+    def cri_sandbox_image(self, endpoint: str) -> tuple[str, str | None]: ...
 
 
 class RealHost:
@@ -152,6 +153,15 @@ class RealHost:
             return str(err)
         return None
 
+    def cri_sandbox_image(self, endpoint: str) -> tuple[str, str | None]:
+        """(the runtime's sandbox image, "") or ("", why it could not be read)."""
+        from pykubeadm.cri.kubeadmruntime import ContainerRuntime
+
+        try:
+            return ContainerRuntime(endpoint).sandbox_image(), None
+        except KubeadmError as err:
+            return "", str(err)
+
 
 @dataclass
 class FakeHost:
@@ -176,6 +186,8 @@ class FakeHost:
     cri_images: set[str] = field(default_factory=set)
     cri_pull_errors: dict[str, str] = field(default_factory=dict)
     pulled: list[str] = field(default_factory=list)
+    #: The runtime's sandbox image ("" when it cannot be read).
+    sandbox_image: str = ""
     #: argv of every `run` call, in order.
     calls: list[list[str]] = field(default_factory=list)
 
@@ -242,6 +254,9 @@ class FakeHost:
 
     def cri_image_exists(self, endpoint: str, image: str) -> bool:
         return image in self.cri_images
+
+    def cri_sandbox_image(self, endpoint: str) -> tuple[str, str | None]:
+        return (self.sandbox_image, None) if self.sandbox_image else ("", "no 'sandboxImage' field in CRI info config")
 
     def cri_pull_image(self, endpoint: str, image: str) -> str | None:
         if image in self.cri_pull_errors:
