@@ -9,9 +9,7 @@ does that for every sandbox of this containerd.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -21,6 +19,7 @@ from pykubeadm.containerd.config import ContainerdConfig, write_config
 from pykubeadm.cri.client import CRIClient
 from pykubeadm.cri.errors import CRIError
 from pykubeadm.errors import KubeadmError
+from pykubeadm.util.child import terminate_child
 
 __all__ = ["ContainerdError", "ContainerdProcess", "containerd_binary", "remove_all_pods"]
 
@@ -114,13 +113,4 @@ class ContainerdProcess:
     def stop(self, *, timeout: float = 10.0) -> None:
         """SIGTERM containerd (SIGKILL after `timeout`) and reap it. Its Pods' shims are not touched."""
         proc, self.process = self.process, None
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.kill(proc.pid, signal.SIGTERM)
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-        except ProcessLookupError:
-            proc.wait()
+        terminate_child(proc, timeout)

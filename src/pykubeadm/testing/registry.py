@@ -3,15 +3,14 @@ port, storage under a tmp dir, started and stopped by pid; `push` copies an oci-
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import time
 import urllib.request
 from pathlib import Path
 
 from pykubeadm.testing.etcd import free_port
+from pykubeadm.util.child import terminate_child
 
 __all__ = ["LocalRegistry", "registry_skip_reason"]
 
@@ -78,11 +77,4 @@ class LocalRegistry:
 
     def stop(self) -> None:
         proc, self.process = self.process, None
-        if proc is None or proc.poll() is not None:
-            return
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
+        terminate_child(proc)

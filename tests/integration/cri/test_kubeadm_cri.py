@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.conftest import run_pykubeadm
 
 from pykubeadm.containerd.config import write_registry_hosts
 from pykubeadm.containerd.daemon import ContainerdProcess
@@ -28,9 +28,17 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
 VERSION = "v1.33.0"
 
 
-def _pykubeadm(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pykubeadm", *args], capture_output=True, text=True, timeout=180, check=False
+def _images_pull(repo: str, endpoint: str) -> subprocess.CompletedProcess[str]:
+    return run_pykubeadm(
+        "config",
+        "images",
+        "pull",
+        "--kubernetes-version",
+        VERSION,
+        "--image-repository",
+        repo,
+        "--cri-socket",
+        endpoint,
     )
 
 
@@ -67,7 +75,7 @@ async def test_the_runtime_reports_kubeadms_pause_as_its_sandbox_image(container
 async def test_config_images_pull_pulls_every_image_through_cri(
     containerd: ContainerdProcess, registry: LocalRegistry, tmp_path: Path
 ) -> None:
-    listed = _pykubeadm(
+    listed = run_pykubeadm(
         "config", "images", "list", "--kubernetes-version", VERSION, "--image-repository", registry.host, "-o", "json"
     )
     assert listed.returncode == 0, listed.stderr
@@ -77,17 +85,7 @@ async def test_config_images_pull_pulls_every_image_through_cri(
         registry.push(archive, image.removeprefix(registry.host + "/"))
     write_registry_hosts(containerd.cfg.layout, registry.host, f"http://{registry.host}")
 
-    pulled = _pykubeadm(
-        "config",
-        "images",
-        "pull",
-        "--kubernetes-version",
-        VERSION,
-        "--image-repository",
-        registry.host,
-        "--cri-socket",
-        containerd.endpoint,
-    )
+    pulled = _images_pull(registry.host, containerd.endpoint)
     assert pulled.returncode == 0, pulled.stderr
     assert pulled.stdout.splitlines() == [f"[config/images] Pulled {image}" for image in wanted]
     async with CRIClient(containerd.endpoint) as cri:
@@ -101,17 +99,7 @@ async def test_config_images_pull_fails_with_the_runtimes_message(containerd: Co
     from pykubeadm.testing.etcd import free_port
 
     repo = f"127.0.0.1:{free_port()}"
-    res = _pykubeadm(
-        "config",
-        "images",
-        "pull",
-        "--kubernetes-version",
-        VERSION,
-        "--image-repository",
-        repo,
-        "--cri-socket",
-        containerd.endpoint,
-    )
+    res = _images_pull(repo, containerd.endpoint)
     assert res.returncode == 1
     image = f"{repo}/kube-apiserver:{VERSION}"
     assert f'failed to pull image "{image}": failed to pull image {image}: rpc error: code = ' in res.stderr
