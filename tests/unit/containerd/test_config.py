@@ -5,7 +5,13 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from pykubeadm.containerd.config import ContainerdConfig, kubeadm_pause_image, render_config, write_config
+from pykubeadm.containerd.config import (
+    ContainerdConfig,
+    kubeadm_pause_image,
+    render_config,
+    write_config,
+    write_registry_hosts,
+)
 from pykubeadm.layout import Layout
 
 CRI = "io.containerd.grpc.v1.cri"
@@ -59,3 +65,12 @@ def test_write_config_makes_the_directories_it_names(tmp_path: Path) -> None:
     for d in ("var/lib/containerd", "run/containerd", "opt/containerd", "etc/containerd/certs.d", "etc/cni/net.d"):
         assert (tmp_path / d).is_dir(), d
     assert cfg.endpoint == f"unix://{tmp_path}/run/containerd/containerd.sock"
+
+
+def test_a_registry_host_gets_its_hosts_toml_under_config_path(tmp_path: Path) -> None:
+    path = write_registry_hosts(Layout(tmp_path), "localhost:5001", "http://127.0.0.1:5001")
+    assert path == tmp_path / "etc/containerd/certs.d/localhost:5001/hosts.toml"
+    assert tomllib.loads(path.read_text()) == {
+        "server": "http://127.0.0.1:5001",
+        "host": {"http://127.0.0.1:5001": {"capabilities": ["pull", "resolve"]}},
+    }
