@@ -10,6 +10,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Final, TypeVar
 
 from pykubeadm.cri.client import KUBEADM_TIMEOUT, CRIClient
@@ -28,7 +29,8 @@ T = TypeVar("T")
 
 
 def run_with_client(endpoint: str, call: Callable[[CRIClient], Awaitable[T]], *, timeout: float) -> T:
-    """Run `call(client)` to completion from synchronous code (on a worker thread when a loop is already running)."""
+    """Run `call(client)` to completion from synchronous code; inside a running event loop it runs on a worker
+    thread and blocks that loop until done (kubeadm's calls are short and have deadlines)."""
 
     async def main() -> T:
         async with CRIClient(endpoint, timeout=timeout) as cri:
@@ -40,6 +42,19 @@ def run_with_client(endpoint: str, call: Callable[[CRIClient], Awaitable[T]], *,
         return asyncio.run(main())
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, main()).result()
+
+
+async def _stop_and_remove(cri: CRIClient, sandbox: str) -> str:
+    """Stop and remove one sandbox: an empty string when done, else kubeadm's words for what failed."""
+    try:
+        await cri.stop_pod_sandbox(sandbox)
+    except CRIError as err:
+        return f"failed to stop running pod {sandbox}: {err}"
+    try:
+        await cri.remove_pod_sandbox(sandbox)
+    except CRIError as err:
+        return f"failed to remove pod {sandbox}: {err}"
+    return ""
 
 
 class ContainerRuntime:
@@ -78,18 +93,9 @@ class ContainerRuntime:
         for sandbox in sandbox_ids:
             last = ""
             for _ in range(REMOVE_CONTAINER_RETRY):
-                try:
-                    self._run(lambda cri, s=sandbox: cri.stop_pod_sandbox(s))  # type: ignore[misc]
-                except CRIError as err:
-                    last = f"failed to stop running pod {sandbox}: {err}"
-                    continue
-                try:
-                    self._run(lambda cri, s=sandbox: cri.remove_pod_sandbox(s))  # type: ignore[misc]
-                except CRIError as err:
-                    last = f"failed to remove pod {sandbox}: {err}"
-                    continue
-                last = ""
-                break
+                last = self._run(partial(_stop_and_remove, sandbox=sandbox))
+                if not last:
+                    break
             if last:
                 errors.append(last)
         if errors:
