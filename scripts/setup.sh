@@ -16,12 +16,23 @@ command -v etcdctl >/dev/null 2>&1 || need_apt+=(etcd-client)
 command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need_apt+=(nftables)
 # The fault tests shift the clock of our processes with libfaketime (LD_PRELOAD).
 command -v faketime >/dev/null 2>&1 || need_apt+=(faketime)
+# Real containers: containerd (its CRI plugin) with runc, the CNI plugins in /usr/lib/cni, and what the tests build
+# OCI images offline with (skopeo, umoci, a static busybox); a local registry (docker-registry; htpasswd from
+# apache2-utils for one that wants credentials).
+command -v containerd >/dev/null 2>&1 || need_apt+=(containerd)
+command -v runc >/dev/null 2>&1 || [ -x /usr/sbin/runc ] || need_apt+=(runc)
+[ -x /usr/lib/cni/bridge ] || need_apt+=(containernetworking-plugins)
+command -v skopeo >/dev/null 2>&1 || need_apt+=(skopeo)
+command -v umoci >/dev/null 2>&1 || need_apt+=(umoci)
+command -v docker-registry >/dev/null 2>&1 || need_apt+=(docker-registry)
+command -v htpasswd >/dev/null 2>&1 || need_apt+=(apache2-utils)
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need_apt+=(busybox-static)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "[setup] installing Debian packages: ${need_apt[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+    apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
+    apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
   else
     echo "[setup] WARNING: missing ${need_apt[*]} and not root; some tests will be skipped" >&2
   fi
@@ -29,6 +40,11 @@ fi
 # Debian's etcd-server starts a system etcd on 127.0.0.1:2379; we run our own etcd processes, so stop it.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet etcd 2>/dev/null; then
   systemctl stop etcd || true
+fi
+# Debian's docker-registry starts a system registry on :5000 of every interface; tests and the lab run their own on
+# loopback, so stop it.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet docker-registry 2>/dev/null; then
+  systemctl stop docker-registry || true
 fi
 
 PY=${PYTHON:-python3}

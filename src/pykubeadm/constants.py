@@ -281,6 +281,26 @@ KNOWN_CRI_SOCKETS: Final = (
     "unix:///var/run/cri-dockerd.sock",
 )
 
+# --- containerd: a node's own CRI runtime (node paths, placed under the node root by layout.py) --------------------
+
+#: containerd's config file (config version 2).
+CONTAINERD_CONFIG_FILE: Final = "/etc/containerd/config.toml"
+#: containerd's persistent root (content store, snapshots, metadata).
+CONTAINERD_ROOT_DIR: Final = "/var/lib/containerd"
+#: containerd's state dir (runtime state, sandbox network namespaces); its gRPC socket lives in it.
+CONTAINERD_STATE_DIR: Final = "/run/containerd"
+CONTAINERD_SOCKET_FILE: Final = "/run/containerd/containerd.sock"
+#: The opt plugin's directory (binaries and libraries containerd may install).
+CONTAINERD_OPT_DIR: Final = "/opt/containerd"
+#: Per-registry `hosts.toml` files (registry.config_path).
+CONTAINERD_CERTS_DIR: Final = "/etc/containerd/certs.d"
+#: The containerd namespace the CRI plugin keeps Kubernetes' images and containers in.
+CONTAINERD_K8S_NAMESPACE: Final = "k8s.io"
+#: The CNI network configs the runtime reads (cni.conf_dir).
+CNI_CONF_DIR: Final = "/etc/cni/net.d"
+#: Where Debian's containernetworking-plugins install the CNI plugins (a host path, never under a node root).
+CNI_BIN_DIR: Final = "/usr/lib/cni"
+
 # --- kubeadm config API ---------------------------------------------------------------------------------------------
 
 KUBEADM_GROUP: Final = "kubeadm.k8s.io"

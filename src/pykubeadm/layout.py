@@ -183,3 +183,32 @@ class Layout:
     def state_db(self) -> Path:
         """The embedded SQLite datastore of the built-in apiserver (built-in mode)."""
         return self.host(f"{c.PYKUBEADM_LIB_DIR}/state.db")
+
+    # --- containerd (the node's CRI runtime) -----------------------------------------------------------------------
+    @property
+    def containerd_config(self) -> Path:
+        return self.host(c.CONTAINERD_CONFIG_FILE)
+
+    @property
+    def containerd_root(self) -> Path:
+        return self.host(c.CONTAINERD_ROOT_DIR)
+
+    @property
+    def containerd_state(self) -> Path:
+        return self.host(c.CONTAINERD_STATE_DIR)
+
+    @property
+    def containerd_socket(self) -> Path:
+        return self.host(c.CONTAINERD_SOCKET_FILE)
+
+    @property
+    def containerd_opt(self) -> Path:
+        return self.host(c.CONTAINERD_OPT_DIR)
+
+    @property
+    def containerd_certs_dir(self) -> Path:
+        return self.host(c.CONTAINERD_CERTS_DIR)
+
+    @property
+    def cni_conf_dir(self) -> Path:
+        return self.host(c.CNI_CONF_DIR)

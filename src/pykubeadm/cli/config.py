@@ -1,4 +1,5 @@
-"""`pykubeadm config`: print defaults, migrate old configs, validate a config file, list the images kubeadm uses."""
+"""`pykubeadm config`: print defaults, migrate old configs, validate a config file, list the images kubeadm uses and
+pull them through the node's CRI runtime."""
 
 from __future__ import annotations
 
@@ -215,3 +216,28 @@ def images_list(ctx: click.Context, output: str, **params: Any) -> None:
         raise KubeadmError(
             f'unable to match a printer suitable for the output format "{output}", allowed formats are: json,text,yaml'
         )
+
+
+@images_group.command(name="pull")
+@option("config")
+@option("cri-socket")
+@option("feature-gates")
+@option("image-repository")
+@option("kubernetes-version")
+@click.pass_context
+def images_pull(ctx: click.Context, **params: Any) -> None:
+    """Pull images used by kubeadm"""
+    from pykubeadm.cri.kubeadmruntime import ContainerRuntime
+
+    flags = flags_from_click(params, ctx)
+    config = flags.pop("config", None)
+    if config is not None:
+        flags["config"] = config
+    cfg = loader.load_init_config(Path(config) if config else None, flags, systemd_resolved=False)
+    runtime = ContainerRuntime(cfg.init.node_registration.cri_socket)
+    for image in images.images_list(cfg.cluster):
+        try:
+            runtime.pull_image(image)
+        except KubeadmError as err:
+            raise KubeadmError(f'failed to pull image "{image}": {err}') from err
+        click.echo(f"[config/images] Pulled {image}")

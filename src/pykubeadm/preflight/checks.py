@@ -390,11 +390,9 @@ class ContainerRuntimeCheck:
         return "CRI"
 
     def check(self) -> Result:
-        path = self.cri_socket.removeprefix("unix://")
-        err = self.host.unix_socket_connectable(path)
-        if err:
-            return [], [f"container runtime is not running: output: , error: {err}"]
-        return OK
+        """Asks the runtime for its Status (RuntimeReady must be true), as kubeadm's IsRunning does."""
+        err = self.host.cri_not_running(self.cri_socket)
+        return ([], [err]) if err else OK
 
 
 @dataclass(frozen=True)

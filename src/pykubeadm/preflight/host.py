@@ -6,7 +6,6 @@ Files under the node's root dir (manifests, etcd data dir, certificates) are ord
 
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import shutil
@@ -15,6 +14,8 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from pykubeadm.errors import KubeadmError
 
 __all__ = ["FakeHost", "Host", "RealHost"]
 
@@ -35,7 +36,10 @@ class Host(Protocol):
     def kernel_release(self) -> str: ...
     def os_name(self) -> str: ...
     def run(self, argv: list[str]) -> tuple[int, str]: ...
-    def unix_socket_connectable(self, path: str) -> str | None: ...
+    def cri_not_running(self, endpoint: str) -> str | None: ...
+    def cri_image_exists(self, endpoint: str, image: str) -> bool: ...
+    def cri_pull_image(self, endpoint: str, image: str) -> str | None: ...
+    def cri_sandbox_image(self, endpoint: str) -> tuple[str, str | None]: ...
 
 
 class RealHost:
@@ -122,17 +126,41 @@ class RealHost:
             return 127, str(e)
         return r.returncode, r.stdout + r.stderr
 
-    def unix_socket_connectable(self, path: str) -> str | None:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(2)
+    # The runtime is asked through CRI (kubeadm's util/runtime); imported here so preflight without CRI loads no gRPC.
+    def cri_not_running(self, endpoint: str) -> str | None:
+        from pykubeadm.cri.kubeadmruntime import ContainerRuntime
+
         try:
-            s.connect(path)
-        except OSError as e:
-            return f"dial unix {path}: connect: {e.strerror or e}"
-        finally:
-            with contextlib.suppress(OSError):
-                s.close()
+            ContainerRuntime(endpoint).is_running()
+        except KubeadmError as err:
+            return str(err)
         return None
+
+    def cri_image_exists(self, endpoint: str, image: str) -> bool:
+        from pykubeadm.cri.kubeadmruntime import ContainerRuntime
+
+        try:
+            return ContainerRuntime(endpoint).image_exists(image)
+        except KubeadmError:
+            return False
+
+    def cri_pull_image(self, endpoint: str, image: str) -> str | None:
+        from pykubeadm.cri.kubeadmruntime import ContainerRuntime
+
+        try:
+            ContainerRuntime(endpoint).pull_image(image)
+        except KubeadmError as err:
+            return str(err)
+        return None
+
+    def cri_sandbox_image(self, endpoint: str) -> tuple[str, str | None]:
+        """(the runtime's sandbox image, "") or ("", why it could not be read)."""
+        from pykubeadm.cri.kubeadmruntime import ContainerRuntime
+
+        try:
+            return ContainerRuntime(endpoint).sandbox_image(), None
+        except KubeadmError as err:
+            return "", str(err)
 
 
 @dataclass
@@ -152,7 +180,14 @@ class FakeHost:
     kernel: str = "6.1.0"
     os: str = "Linux"
     commands: dict[str, tuple[int, str]] = field(default_factory=dict)
-    sockets: set[str] = field(default_factory=set)
+    #: CRI endpoints that answer with RuntimeReady; any other is not running.
+    cri_endpoints: set[str] = field(default_factory=set)
+    #: Images present in the runtime; and pull failures by image (every other pull succeeds and is recorded).
+    cri_images: set[str] = field(default_factory=set)
+    cri_pull_errors: dict[str, str] = field(default_factory=dict)
+    pulled: list[str] = field(default_factory=list)
+    #: The runtime's sandbox image ("" when it cannot be read).
+    sandbox_image: str = ""
     #: argv of every `run` call, in order.
     calls: list[list[str]] = field(default_factory=list)
 
@@ -207,5 +242,25 @@ class FakeHost:
         self.calls.append(list(argv))
         return self.commands.get(argv[0], (127, f'exec: "{argv[0]}": executable file not found in $PATH'))
 
-    def unix_socket_connectable(self, path: str) -> str | None:
-        return None if path in self.sockets else f"dial unix {path}: connect: no such file or directory"
+    def cri_not_running(self, endpoint: str) -> str | None:
+        if endpoint in self.cri_endpoints:
+            return None
+        path = endpoint.removeprefix("unix://")
+        return (
+            "container runtime is not running: rpc error: code = Unavailable desc = failed to connect to all "
+            f"addresses; last error: FAILED_PRECONDITION: unix:{path}: connect failed: addr: unix:{path} error: No "
+            "such file or directory"
+        )
+
+    def cri_image_exists(self, endpoint: str, image: str) -> bool:
+        return image in self.cri_images
+
+    def cri_sandbox_image(self, endpoint: str) -> tuple[str, str | None]:
+        return (self.sandbox_image, None) if self.sandbox_image else ("", "no 'sandboxImage' field in CRI info config")
+
+    def cri_pull_image(self, endpoint: str, image: str) -> str | None:
+        if image in self.cri_pull_errors:
+            return self.cri_pull_errors[image]
+        self.pulled.append(image)
+        self.cri_images.add(image)
+        return None

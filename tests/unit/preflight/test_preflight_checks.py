@@ -133,11 +133,13 @@ from pykubeadm.preflight.checks import (
             (
                 [],
                 [
-                    "container runtime is not running: output: , error: dial unix /run/x.sock: connect: no such file or "
-                    "directory"
+                    "container runtime is not running: rpc error: code = Unavailable desc = failed to connect to all "
+                    "addresses; last error: FAILED_PRECONDITION: unix:/run/x.sock: connect failed: addr: "
+                    "unix:/run/x.sock error: No such file or directory"
                 ],
             ),
         ),
+        (ContainerRuntimeCheck(FakeHost(cri_endpoints={"unix:///run/x.sock"}), "unix:///run/x.sock"), "CRI", ([], [])),
         (
             KubeletVersionCheck(FakeHost(commands={"kubelet": (0, "Kubernetes v1.29.0\n")}), "v1.33.0"),
             "KubeletVersion",

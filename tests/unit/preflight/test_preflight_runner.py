@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -121,8 +122,12 @@ def test_phase_host_mode_runs_root_check_first_and_alone(tmp_path: Path) -> None
     assert "NumCPU" not in str(ei.value)
 
 
-def test_phase_host_mode_pulls_images_through_crictl(tmp_path: Path) -> None:
-    host = FakeHost(hosts={"node1": ["127.0.10.1"]}, commands={"crictl": (1, "image not found")})
+def test_phase_host_mode_pulls_images_through_cri(tmp_path: Path) -> None:
+    host = FakeHost(
+        hosts={"node1": ["127.0.10.1"]},
+        cri_images={"registry.k8s.io/etcd:3.5.21-0"},
+        cri_pull_errors={"registry.k8s.io/pause:3.10": "image not found"},
+    )
     data, out, err = data_for(tmp_path, host, frozenset({"all"}))
     data.real_layout = Layout(root=Path("/"))
     PHASE.run(data)  # type: ignore[misc]
@@ -132,14 +137,39 @@ def test_phase_host_mode_pulls_images_through_crictl(tmp_path: Path) -> None:
         "[preflight] This might take a minute or two, depending on the speed of your internet connection",
         "[preflight] You can also perform this action beforehand using 'kubeadm config images pull'",
     ]
-    pulls = [c[-1] for c in host.calls if c[:1] == ["crictl"] and "pull" in c]
-    assert pulls == [
+    # IfNotPresent (the default): etcd is already there, pause fails, the rest are pulled.
+    assert host.pulled == [
         "registry.k8s.io/kube-apiserver:v1.33.0",
         "registry.k8s.io/kube-controller-manager:v1.33.0",
         "registry.k8s.io/kube-scheduler:v1.33.0",
         "registry.k8s.io/kube-proxy:v1.33.0",
         "registry.k8s.io/coredns/coredns:v1.12.0",
-        "registry.k8s.io/pause:3.10",
-        "registry.k8s.io/etcd:3.5.21-0",
     ]
     assert "\t[WARNING ImagePull]: failed to pull image registry.k8s.io/pause:3.10: image not found\n" in err
+
+
+@pytest.mark.parametrize(
+    ("sandbox_image", "warning"),
+    [
+        (
+            "registry.k8s.io/pause:3.6",
+            'detected that the sandbox image "registry.k8s.io/pause:3.6" of the container runtime is inconsistent with '
+            'that used by kubeadm.It is recommended to use "registry.k8s.io/pause:3.10" as the CRI sandbox image.',
+        ),
+        (
+            "",
+            "failed to detect the sandbox image for local container runtime, no 'sandboxImage' field in CRI info config",
+        ),
+        ("registry.k8s.io/pause:3.10", None),
+    ],
+)
+def test_phase_host_mode_warns_when_the_runtimes_sandbox_image_is_not_kubeadms(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, sandbox_image: str, warning: str | None
+) -> None:
+    host = FakeHost(hosts={"node1": ["127.0.10.1"]}, sandbox_image=sandbox_image)
+    data, _out, _err = data_for(tmp_path, host, frozenset({"all"}))
+    data.real_layout = Layout(root=Path("/"))
+    with caplog.at_level(logging.WARNING):
+        PHASE.run(data)  # type: ignore[misc]
+    sandbox_warnings = [r.getMessage() for r in caplog.records if "sandbox image" in r.getMessage()]
+    assert sandbox_warnings == ([warning] if warning else [])

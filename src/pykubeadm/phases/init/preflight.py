@@ -2,11 +2,12 @@
 
 Host mode (root dir "/": a real kubelet and container runtime) runs kubeadm's full list; a node under `--root-dir`
 (built-in mode) skips the root check and the container-runtime checks (see `preflight.nodechecks`). Image pulls need a
-CRI: in host mode they go through `crictl`; built-in nodes run programs, not images, so there is nothing to pull.
+CRI: in host mode they go through the runtime's ImageService; built-in nodes run programs, not images, so there is nothing to pull.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -19,7 +20,9 @@ if TYPE_CHECKING:
 
 # The checks (pykubeadm.preflight) are imported when the phase runs: an init that skips preflight does not load them.
 
-__all__ = ["PHASE", "host_runtime", "init_check_params", "pull_images"]
+__all__ = ["PHASE", "host_runtime", "init_check_params", "pull_images", "warn_if_sandbox_image_differs"]
+
+log = logging.getLogger(__name__)
 
 _FLAGS = (
     "apiserver-advertise-address",
@@ -73,7 +76,7 @@ def init_check_params(data: InitData) -> InitCheckParams:
 
 
 class _ImagePullCheck:
-    """kubeadm's ImagePullCheck through crictl (respecting imagePullPolicy)."""
+    """kubeadm's ImagePullCheck through CRI (respecting imagePullPolicy)."""
 
     def __init__(self, host: Host, cri_socket: str, image: str, policy: str):
         self.host, self.cri_socket, self.image, self.policy = host, cri_socket, image, policy
@@ -82,21 +85,33 @@ class _ImagePullCheck:
         return "ImagePull"
 
     def check(self) -> Result:
-        endpoint = ["crictl", "--runtime-endpoint", self.cri_socket]
-        if self.policy != "Always":
-            code, _ = self.host.run([*endpoint, "inspecti", self.image])
-            if code == 0:
-                return [], []
-            if self.policy == "Never":
-                return [], [f"image {self.image} does not exist and the pull policy is Never"]
-        code, out = self.host.run([*endpoint, "pull", self.image])
-        if code != 0:
-            return [], [f"failed to pull image {self.image}: {out.strip()}"]
+        if self.policy != "Always" and self.host.cri_image_exists(self.cri_socket, self.image):
+            return [], []
+        if self.policy == "Never":
+            return [], [f"image {self.image} does not exist and the pull policy is Never"]
+        err = self.host.cri_pull_image(self.cri_socket, self.image)
+        if err:
+            return [], [f"failed to pull image {self.image}: {err}"]
         return [], []
 
 
+def warn_if_sandbox_image_differs(host: Host, cri_socket: str, pause_image: str) -> None:
+    """kubeadm's warning when the runtime would start sandboxes from another pause image than kubeadm's."""
+    sandbox, err = host.cri_sandbox_image(cri_socket)
+    if err is not None:
+        log.warning("failed to detect the sandbox image for local container runtime, %s", err)
+    elif sandbox != pause_image:
+        # kubeadm v1.33's text, without a space after "kubeadm.".
+        log.warning(
+            'detected that the sandbox image "%s" of the container runtime is inconsistent with that used by '
+            'kubeadm.It is recommended to use "%s" as the CRI sandbox image.',
+            sandbox,
+            pause_image,
+        )
+
+
 def pull_images(data: InitData, host: Host) -> None:
-    from pykubeadm.api.images import images_list
+    from pykubeadm.api.images import images_list, pause_image
     from pykubeadm.preflight import run_checks, state_writer
 
     if data.dry_run:
@@ -108,6 +123,7 @@ def pull_images(data: InitData, host: Host) -> None:
     data.out("[preflight] This might take a minute or two, depending on the speed of your internet connection")
     data.out("[preflight] You can also perform this action beforehand using 'kubeadm config images pull'")
     reg = data.cfg.init.node_registration
+    warn_if_sandbox_image_differs(host, reg.cri_socket, pause_image(data.cfg.cluster))
     checks = [
         _ImagePullCheck(host, reg.cri_socket, img, reg.image_pull_policy) for img in images_list(data.cfg.cluster)
     ]

@@ -2,7 +2,7 @@
 
 In kubeadm's order: stop the kubelet (systemd's unit in host mode, the built-in daemon otherwise), unmount what is
 mounted below /var/lib/kubelet, remove the Pods' containers (in built-in mode: every process still running for this
-node root — see `processes.py`; in host mode crictl, as kubeadm does), delete the contents of the manifests,
+node root — see `processes.py`; in host mode every Pod sandbox through CRI, as kubeadm does), delete the contents of the manifests,
 /var/lib/kubelet and certificates directories (and /etc/kubernetes/tmp with --cleanup-tmp-dir), delete the
 kubeconfig files. Then, beyond kubeadm, the built-in control plane's own state under the root (the SQLite datastore,
 /var/lib/pykubeadm, /var/run/pykubeadm, /var/log/pykubeadm, and /var/log/pods unless a real kubelet owns it).
@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -22,6 +21,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from pykubeadm import constants as c
+from pykubeadm.errors import KubeadmError
 from pykubeadm.layout import Layout
 from pykubeadm.phases.kubeletservice import stop_kubelet, uses_systemd
 from pykubeadm.phases.reset.cleanup import clean_dir, inside_root, is_dir_empty, remove_path
@@ -116,19 +116,12 @@ def _unmount_kubelet_dir(data: ResetData) -> str | None:
     return _node_path(data.layout, real)
 
 
-def _crictl_remove_pods(cri_socket: str) -> None:
-    crictl = shutil.which("crictl")
-    if crictl is None:
-        raise OSError("crictl not found in $PATH")
-    base = [crictl, "-r", cri_socket]
-    res = subprocess.run([*base, "pods", "--quiet"], capture_output=True, text=True, check=False, timeout=60)
-    if res.returncode != 0:
-        raise OSError(f"failed to list running pods: {res.stderr.strip()}")
-    for pod in res.stdout.split():
-        for verb in ("stopp", "rmp"):
-            out = subprocess.run([*base, verb, pod], capture_output=True, text=True, check=False, timeout=60)
-            if out.returncode != 0:
-                raise OSError(f"failed to {verb} pod {pod}: {out.stderr.strip()}")
+def _cri_remove_pods(cri_socket: str) -> None:
+    """kubeadm's removeContainers: every Pod sandbox of the runtime stopped and removed through CRI."""
+    from pykubeadm.cri.kubeadmruntime import ContainerRuntime
+
+    runtime = ContainerRuntime(cri_socket)
+    runtime.remove_containers(runtime.list_kube_containers())
 
 
 def _remove_containers(data: ResetData) -> None:
@@ -138,8 +131,8 @@ def _remove_containers(data: ResetData) -> None:
     log.info("[reset] Removing Kubernetes-managed containers")
     if os.path.realpath(data.layout.root) == "/":
         try:
-            _crictl_remove_pods(data.cfg.cri_socket or c.DEFAULT_CRI_SOCKET)
-        except (OSError, subprocess.SubprocessError) as err:
+            _cri_remove_pods(data.cfg.cri_socket or c.DEFAULT_CRI_SOCKET)
+        except KubeadmError as err:
             log.warning("[reset] Failed to remove containers: %s", err)
         return
     stopped: list[int] = []

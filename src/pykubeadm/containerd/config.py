@@ -1,0 +1,132 @@
+"""A node's containerd config (config version 2, containerd 1.6): every path under the node root, the CRI plugin set
+for this machine (cgroupfs, overlayfs, runc, kubeadm's pause image, Debian's CNI plugins, a loopback streaming server
+on a random port); rendered by `render_config` and written by `write_config`, which `containerd.daemon` starts from.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from pykubeadm import constants as c
+from pykubeadm.cri.endpoint import unix_endpoint
+from pykubeadm.layout import Layout
+from pykubeadm.util.fs import write_file_atomic
+
+__all__ = [
+    "ContainerdConfig",
+    "kubeadm_pause_image",
+    "negative_oom_score_adj_refused",
+    "render_config",
+    "write_config",
+    "write_registry_hosts",
+]
+
+_CRI = "io.containerd.grpc.v1.cri"
+
+
+def kubeadm_pause_image(image_repository: str = c.DEFAULT_IMAGE_REPOSITORY) -> str:
+    """kubeadm's pause image (`<imageRepository>/pause:<PauseVersion>`), which the runtime's sandbox_image should be."""
+    return f"{image_repository}/{c.PAUSE}:{c.PAUSE_VERSION}"
+
+
+@cache
+def negative_oom_score_adj_refused() -> bool:
+    """Whether this kernel refuses a process a negative oom_score_adj (as some VMs and user namespaces do), in which
+    case runc cannot start containerd's pause containers (-998) unless `restrict_oom_score_adj` is set."""
+    # A child tries, so our own score stays as it is.
+    probe = subprocess.run(
+        ["/bin/sh", "-c", "echo -998 > /proc/self/oom_score_adj"], capture_output=True, check=False, timeout=10
+    )
+    return probe.returncode != 0
+
+
+@dataclass(frozen=True)
+class ContainerdConfig:
+    """What varies between nodes' containerds; every path comes from the node's `layout`."""
+
+    layout: Layout
+    sandbox_image: str = ""  # default: kubeadm's pause image
+    snapshotter: str = "overlayfs"
+    #: None: decide from the kernel (`negative_oom_score_adj_refused`).
+    restrict_oom_score_adj: bool | None = None
+    #: Where the streaming server (exec, attach, port-forward) listens; port "0" picks a free one.
+    stream_server_address: str = "127.0.0.1"
+    stream_server_port: str = "0"
+    cni_bin_dir: str = c.CNI_BIN_DIR
+    log_level: str = "info"
+
+    @property
+    def endpoint(self) -> str:
+        """The CRI endpoint of this containerd (`unix:///<node root>/run/containerd/containerd.sock`)."""
+        return unix_endpoint(str(self.layout.containerd_socket))
+
+
+def render_config(cfg: ContainerdConfig) -> str:
+    """The config.toml text."""
+    layout = cfg.layout
+    restrict = negative_oom_score_adj_refused() if cfg.restrict_oom_score_adj is None else cfg.restrict_oom_score_adj
+    doc: dict[str, Any] = {
+        "version": 2,
+        "root": str(layout.containerd_root),
+        "state": str(layout.containerd_state),
+        "grpc": {"address": str(layout.containerd_socket)},
+        "ttrpc": {"address": f"{layout.containerd_socket}.ttrpc"},
+        "debug": {"level": cfg.log_level},
+        "plugins": {
+            "io.containerd.internal.v1.opt": {"path": str(layout.containerd_opt)},
+            _CRI: {
+                "sandbox_image": cfg.sandbox_image or kubeadm_pause_image(),
+                "stream_server_address": cfg.stream_server_address,
+                "stream_server_port": cfg.stream_server_port,
+                "restrict_oom_score_adj": restrict,
+                # Pod network namespaces under the state dir, so each node's stay in its root.
+                "netns_mounts_under_state_dir": True,
+                "containerd": {
+                    "snapshotter": cfg.snapshotter,
+                    "default_runtime_name": "runc",
+                    "runtimes": {
+                        "runc": {
+                            "runtime_type": "io.containerd.runc.v2",
+                            # cgroupfs driver (no systemd); runc's state under this containerd's state dir.
+                            "options": {"SystemdCgroup": False, "Root": str(layout.containerd_state / "runc")},
+                        }
+                    },
+                },
+                "cni": {"bin_dir": cfg.cni_bin_dir, "conf_dir": str(layout.cni_conf_dir)},
+                "registry": {"config_path": str(layout.containerd_certs_dir)},
+            },
+        },
+    }
+    return tomli_w.dumps(doc)
+
+
+def write_config(cfg: ContainerdConfig) -> Path:
+    """Write config.toml and make the directories it names; returns the config's path."""
+    layout = cfg.layout
+    for d in (
+        layout.containerd_root,
+        layout.containerd_state,
+        layout.containerd_opt,
+        layout.containerd_certs_dir,
+        layout.cni_conf_dir,
+    ):
+        d.mkdir(parents=True, exist_ok=True)
+    path = layout.containerd_config
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_file_atomic(path, render_config(cfg).encode(), 0o644)
+    return path
+
+
+def write_registry_hosts(layout: Layout, registry: str, server: str) -> Path:
+    """Point the node's containerd at `server` (e.g. "http://127.0.0.1:5001") for images named `registry/...`, through a
+    `hosts.toml` under registry.config_path (plain HTTP is allowed only where written like this)."""
+    path = layout.containerd_certs_dir / registry / "hosts.toml"
+    doc = {"server": server, "host": {server: {"capabilities": ["pull", "resolve"]}}}
+    write_file_atomic(path, tomli_w.dumps(doc).encode(), 0o644)
+    return path
