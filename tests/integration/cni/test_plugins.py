@@ -38,7 +38,12 @@ def conflist(data_dir: Path, subnet: str = SUBNET, bridge: str = "cni0") -> dict
                 "isGateway": True,
                 "ipMasq": True,
                 "hairpinMode": True,
-                "ipam": {"type": "host-local", "ranges": [[{"subnet": subnet}]], "dataDir": str(data_dir)},
+                "ipam": {
+                    "type": "host-local",
+                    "ranges": [[{"subnet": subnet}]],
+                    "routes": [{"dst": "0.0.0.0/0"}],
+                    "dataDir": str(data_dir),
+                },
             },
             {"type": "portmap", "capabilities": {"portMappings": True}},
         ],
