@@ -267,6 +267,8 @@ KUBE_SCHEDULER: Final = "kube-scheduler"
 KUBE_PROXY: Final = "kube-proxy"
 ETCD: Final = "etcd"
 COREDNS: Final = "coredns"
+#: The lab's network addon (kind's kindnetd image name; the built-in program `pykubeadm.kindnet`).
+KINDNETD: Final = "kindnetd"
 PAUSE: Final = "pause"
 CONTROL_PLANE_COMPONENTS: Final = (KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER)
 DEFAULT_IMAGE_REPOSITORY: Final = "registry.k8s.io"

@@ -5,11 +5,14 @@ Every address these tests use exists only inside these namespaces: the host's ne
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,6 +23,7 @@ import pytest
 
 CNI_BIN = "/usr/lib/cni"
 CNITOOL = Path(__file__).with_name("_cnitool.py")
+RELAY = Path(__file__).parents[1] / "proxy" / "_relay.py"
 
 needs_netns = [
     pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root"),
@@ -73,3 +77,57 @@ def addresses(ns: str, dev: str) -> list[str]:
     if res.returncode != 0:
         return []
     return [f"{a['local']}/{a['prefixlen']}" for link in json.loads(res.stdout) for a in link.get("addr_info", [])]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)
+
+
+class Procs:
+    """Processes of the test, each in its own process group, all stopped at the end."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self, argv: list[str], log: Path, ns: str | None = None) -> subprocess.Popen[bytes]:
+        # nsenter --net (not `ip netns exec`): the node's processes share the host's mount namespace, so the Pods'
+        # namespace files a kubelet pins stay visible to the next kubelet, as on a real node
+        full = ["nsenter", f"--net=/run/netns/{ns}", "--", *argv] if ns else argv
+        env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
+        with open(log, "ab") as fh:
+            proc = subprocess.Popen(full, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    @staticmethod
+    def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+    def stop_all(self) -> None:
+        for proc in reversed(self.procs):
+            self.stop(proc)
+
+
+def api_relay(procs: Procs, api: Any, ns: str, tmp: Path) -> None:
+    """The apiserver (host loopback) at the same 127.0.0.1:port inside `ns`, through a Unix socket."""
+    sock = tmp / f"api-{uuid.uuid4().hex[:6]}.sock"
+    procs.start([sys.executable, str(RELAY), "unix-to-tcp", str(sock), api.host, str(api.port)], tmp / "relay-host.log")
+    wait_for(sock.exists, 30, "the host relay")
+    log = tmp / f"relay-{ns}.log"
+    procs.start([sys.executable, str(RELAY), "tcp-to-unix", "127.0.0.1", str(api.port), str(sock)], log, ns)
+    wait_for(lambda: "ready" in log.read_text(), 30, "the namespace's relay")

@@ -13,19 +13,15 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from tests.integration.cni._netns import namespaces, needs_netns, run
+from tests.integration.cni._netns import Procs, api_relay, namespaces, needs_netns, run, wait_for
 from tests.integration.cni.test_plugins import allocated, conflist
 
 from pykubeadm.kubelet import sandbox
@@ -40,51 +36,6 @@ pytestmark = [
 
 NODE, NODE_IP, CLIENT_IP, NS = "cni-node", "10.250.0.2", "10.250.0.3", "cni"
 POD_CIDR = "10.244.1.0/24"
-RELAY = Path(__file__).parents[1] / "proxy" / "_relay.py"
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
-
-
-class Procs:
-    """Processes of the test, each in its own process group, all stopped at the end."""
-
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen[bytes]] = []
-
-    def start(self, argv: list[str], log: Path, ns: str | None = None) -> subprocess.Popen[bytes]:
-        # nsenter --net (not `ip netns exec`): the node's processes share the host's mount namespace, so the Pods'
-        # namespace files a kubelet pins stay visible to the next kubelet, as on a real node
-        full = ["nsenter", f"--net=/run/netns/{ns}", "--", *argv] if ns else argv
-        env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
-        with open(log, "ab") as fh:
-            proc = subprocess.Popen(full, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        self.procs.append(proc)
-        return proc
-
-    @staticmethod
-    def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, sig)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-    def stop_all(self) -> None:
-        for proc in reversed(self.procs):
-            self.stop(proc)
 
 
 def pod(name: str, host_port: int | None = None) -> dict[str, Any]:
@@ -134,15 +85,7 @@ def node(tmp_path: Path) -> Iterator[dict[str, Any]]:
         run("ip", "link", "set", "n0", "up", ns=ns)
         run("ip", "addr", "add", f"{CLIENT_IP}/24", "dev", "n1", ns=client)
         run("ip", "link", "set", "n1", "up", ns=client)
-        sock = tmp_path / f"api-{uuid.uuid4().hex[:6]}.sock"
-        procs.start(
-            [sys.executable, str(RELAY), "unix-to-tcp", str(sock), api.host, str(api.port)], tmp_path / "r1.log"
-        )
-        wait_for(sock.exists, 30, "the host relay")
-        procs.start(
-            [sys.executable, str(RELAY), "tcp-to-unix", "127.0.0.1", str(api.port), str(sock)], tmp_path / "r2.log", ns
-        )
-        wait_for(lambda: "ready" in (tmp_path / "r2.log").read_text(), 30, "the node's relay")
+        api_relay(procs, api, ns, tmp_path)
         api.kubectl(
             "apply",
             "-f",
