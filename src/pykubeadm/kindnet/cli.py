@@ -3,7 +3,8 @@
 
 The node is `--hostname-override`, else $NODE_NAME (the DaemonSet's downward API). Credentials: `--kubeconfig`, else
 the Pod's service account (in-cluster: $KUBERNETES_SERVICE_HOST/PORT and the token), with the API server at
-$CONTROL_PLANE_ENDPOINT (host:port) when set, as kind points kindnet at its control plane.
+$CONTROL_PLANE_ENDPOINT (host:port) when set, as kind points kindnet at its control plane. $POD_SUBNET (kubeadm's
+podSubnet, comma-separated) is what is not masqueraded (default: every node's podCIDRs).
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def command(kubeconfig: str, hostname_override: str, cni_conf_dir: str, verbosit
         client = async_client(cfg)
         log.info("kindnetd for node %s, CNI configuration in %s", name, cni_conf_dir)
         try:
-            await NetworkAgent(client, name, Path(cni_conf_dir)).run()
+            cluster = [x for x in os.environ.get("POD_SUBNET", "").split(",") if x]
+            await NetworkAgent(client, name, Path(cni_conf_dir), cluster_cidrs=cluster).run()
         finally:
             await client.close()
         return 0

@@ -1,9 +1,10 @@
 """The CNI configuration list a node gets from its podCIDR(s), and writing it where the runtime reads it.
 
-Debian's containernetworking-plugins, cniVersion 0.4.0: `bridge` (cni0; the Pods' gateway, masquerading traffic
-that leaves the cluster's pod network, hairpin so a Pod reaches itself through a Service) with `host-local` IPAM
-on the node's podCIDR(s) and a default route through the bridge, then `portmap` for hostPorts (the
-`portMappings` capability). The file is written atomically (a temporary file renamed into place, as kindnet does)
+Debian's containernetworking-plugins, cniVersion 0.4.0: `bridge` (cni0; the Pods' gateway, hairpin so a Pod
+reaches itself through a Service) with `host-local` IPAM on the node's podCIDR(s) and a default route through the
+bridge, then `portmap` for hostPorts (the `portMappings` capability). The bridge does not masquerade (`ipMasq`
+false): its rule would also rewrite Pod → Pod traffic to other nodes; the addon masquerades only what leaves the
+cluster's pod CIDRs (kindnet.masq), as kindnet does. The file is written atomically (a temporary file renamed into place, as kindnet does)
 and only when its content changes, so the runtime never reads half a file and a restarted addon changes nothing.
 """
 
@@ -49,7 +50,7 @@ def render_conflist(pod_cidrs: Sequence[str]) -> dict[str, Any]:
                 "type": "bridge",
                 "bridge": BRIDGE,
                 "isGateway": True,
-                "ipMasq": True,
+                "ipMasq": False,
                 "hairpinMode": True,
                 "ipam": {"type": "host-local", "ranges": ranges, "routes": routes},
             },

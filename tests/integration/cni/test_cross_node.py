@@ -25,6 +25,7 @@ from tests.integration.cni._netns import (
 )
 
 from pykubeadm.kindnet.conflist import CONFLIST_NAME, render_conflist
+from pykubeadm.kindnet.masq import sync_masq
 from pykubeadm.kindnet.routes import ROUTE_PROTO, desired_routes, sync_routes
 from pykubeadm.testing.apiserver import running_apiserver
 
@@ -61,7 +62,8 @@ def serve(pod_ns: str, text: str, procs: Procs, log: Path) -> None:
         "import http.server, sys\n"
         "class H(http.server.BaseHTTPRequestHandler):\n"
         "    def do_GET(self):\n"
-        f"        self.send_response(200); self.end_headers(); self.wfile.write({text!r}.encode())\n"
+        "        self.send_response(200); self.end_headers()\n"
+        f"        self.wfile.write(({text!r} + ' to ' + self.client_address[0]).encode())\n"
         "http.server.ThreadingHTTPServer(('', 80), H).serve_forever()\n"
     )
     procs.start([sys.executable, "-c", code], log, pod_ns)
@@ -90,15 +92,15 @@ def test_pod_to_pod_across_nodes_through_the_addons_routes(two_nodes: dict[str, 
             out = cnitool(two_nodes[name], "add", **opts, netns=netns_path(pods[name]))
             pod_ip[name] = out["result"]["ips"][0]["address"].split("/")[0]
             serve(pods[name], f"hello from {name}", procs, tmp_path / f"{name}.log")
-            # the addon's route logic, run against this node's namespace
+            # the addon's route and masquerade logic, run against this node's namespace
+            sync_masq([NODES[name][1]], ["10.244.0.0/16"], ("ip", "netns", "exec", two_nodes[name], "nft"))
             changes = sync_routes(desired_routes(nodes, name), ("ip", "-n", two_nodes[name]))
             other = "node-b" if name == "node-a" else "node-a"
             assert changes == [f"replace {NODES[other][1]} via {NODES[other][0]}"]
         for src, dst in (("node-a", "node-b"), ("node-b", "node-a")):
             url = f"http://{pod_ip[dst]}/"
-            assert (
-                wait_for(lambda u=url, s=src: get(pods[s], u), 30, f"{src}'s Pod → {dst}'s Pod") == f"hello from {dst}"
-            )
+            answer = wait_for(lambda u=url, s=src: get(pods[s], u), 30, f"{src}'s Pod → {dst}'s Pod")
+            assert answer == f"hello from {dst} to {pod_ip[src]}"  # the Pod's own address: no NAT between Pods
         # a second pass changes nothing; a node gone takes its route with it
         assert sync_routes(desired_routes(nodes, "node-a"), ("ip", "-n", two_nodes["node-a"])) == []
         assert sync_routes(desired_routes(nodes[:1], "node-a"), ("ip", "-n", two_nodes["node-a"])) == [
@@ -113,6 +115,7 @@ def test_the_agent_follows_the_nodes(two_nodes: dict[str, Any], tmp_path: Path) 
     procs = Procs()
     ns = two_nodes["node-a"]
     conf_dir = tmp_path / "net.d"
+    host_tables = run("nft", "list", "tables").stdout
     with running_apiserver(tmp_path / "api") as api:
         try:
             api_relay(procs, api, ns, tmp_path)
@@ -138,8 +141,11 @@ def test_the_agent_follows_the_nodes(two_nodes: dict[str, Any], tmp_path: Path) 
             assert doc == render_conflist(["10.244.1.0/24"])
             assert [p["type"] for p in doc["plugins"]] == ["bridge", "portmap"] and doc["cniVersion"] == "0.4.0"
             assert list(conf_dir.iterdir()) == [conf_dir / CONFLIST_NAME]  # no temporary file left behind
+            masq = run("nft", "list", "table", "ip", "kindnet-masq", ns=ns).stdout
+            assert "ip saddr 10.244.1.0/24 ip daddr != { 10.244.1.0-10.244.2.255 } masquerade" in masq, masq  # merged
             api.kubectl("delete", "node", "node-b")
             wait_for(lambda: routes() == [], 30, "node-b's route to go")
         finally:
             procs.stop_all()
         assert "Traceback" not in (tmp_path / "kindnetd.log").read_text()
+    assert run("nft", "list", "tables").stdout == host_tables  # the host's nftables untouched

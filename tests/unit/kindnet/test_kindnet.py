@@ -25,12 +25,13 @@ def test_the_conflist_is_bridge_host_local_portmap_on_the_pod_cidr() -> None:
     doc = render_conflist(["10.244.1.0/24"])
     assert doc["cniVersion"] == "0.4.0" and doc["name"] == "kindnet"
     bridge, portmap = doc["plugins"]
-    assert (bridge["type"], bridge["isGateway"], bridge["ipMasq"], bridge["hairpinMode"]) == (
+    assert (bridge["type"], bridge["bridge"], bridge["isGateway"], bridge["hairpinMode"]) == (
         "bridge",
-        True,
+        "cni0",
         True,
         True,
     )
+    assert bridge["ipMasq"] is False  # the addon masquerades only what leaves the cluster's Pod network
     assert bridge["ipam"] == {
         "type": "host-local",
         "ranges": [[{"subnet": "10.244.1.0/24"}]],
@@ -91,3 +92,12 @@ def test_the_objects_let_the_agent_read_nodes_on_every_node() -> None:
 def test_the_image_runs_the_built_in_program() -> None:
     program = resolve_program(KINDNET_IMAGE)
     assert program.entrypoint[-2:] == ("component", "kindnetd") and program.version == "v20250512-df8de77b"
+
+
+def test_masquerading_spares_the_cluster_pod_network() -> None:
+    from pykubeadm.kindnet.masq import masq_ruleset
+
+    script = masq_ruleset(["10.244.1.0/24"], ["10.244.0.0/16"])
+    assert "ip saddr { 10.244.1.0/24 } ip daddr != { 10.244.0.0/16 } masquerade" in script
+    assert script.startswith("table ip kindnet-masq {}\ndelete table ip kindnet-masq\n")  # replaced as a whole
+    assert "table ip6 kindnet-masq {\n" not in script  # no IPv6 pod range: the table is only removed
