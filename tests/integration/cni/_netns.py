@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.integration.kubelet.kubelet_procs import wait_until
 
 CNI_BIN = "/usr/lib/cni"
 CNITOOL = Path(__file__).with_name("_cnitool.py")
@@ -79,17 +79,6 @@ def addresses(ns: str, dev: str) -> list[str]:
     return [f"{a['local']}/{a['prefixlen']}" for link in json.loads(res.stdout) for a in link.get("addr_info", [])]
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
-
-
 class Procs:
     """Processes of the test, each in its own process group, all stopped at the end."""
 
@@ -127,7 +116,7 @@ def api_relay(procs: Procs, api: Any, ns: str, tmp: Path) -> None:
     """The apiserver (host loopback) at the same 127.0.0.1:port inside `ns`, through a Unix socket."""
     sock = tmp / f"api-{uuid.uuid4().hex[:6]}.sock"
     procs.start([sys.executable, str(RELAY), "unix-to-tcp", str(sock), api.host, str(api.port)], tmp / "relay-host.log")
-    wait_for(sock.exists, 30, "the host relay")
+    wait_until(sock.exists, 30, "the host relay")
     log = tmp / f"relay-{ns}.log"
     procs.start([sys.executable, str(RELAY), "tcp-to-unix", "127.0.0.1", str(api.port), str(sock)], log, ns)
-    wait_for(lambda: "ready" in log.read_text(), 30, "the namespace's relay")
+    wait_until(lambda: "ready" in log.read_text(), 30, "the namespace's relay")

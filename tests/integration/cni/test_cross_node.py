@@ -21,7 +21,7 @@ from tests.integration.cni._netns import (
     needs_netns,
     netns_path,
     run,
-    wait_for,
+    wait_until,
 )
 
 from pykubeadm.kindnet.conflist import CONFLIST_NAME, render_conflist
@@ -99,7 +99,7 @@ def test_pod_to_pod_across_nodes_through_the_addons_routes(two_nodes: dict[str, 
             assert changes == [f"replace {NODES[other][1]} via {NODES[other][0]}"]
         for src, dst in (("node-a", "node-b"), ("node-b", "node-a")):
             url = f"http://{pod_ip[dst]}/"
-            answer = wait_for(lambda u=url, s=src: get(pods[s], u), 30, f"{src}'s Pod → {dst}'s Pod")
+            answer = wait_until(lambda u=url, s=src: get(pods[s], u), 30, f"{src}'s Pod → {dst}'s Pod")
             assert answer == f"hello from {dst} to {pod_ip[src]}"  # the Pod's own address: no NAT between Pods
         # a second pass changes nothing; a node gone takes its route with it
         assert sync_routes(desired_routes(nodes, "node-a"), ("ip", "-n", two_nodes["node-a"])) == []
@@ -132,10 +132,10 @@ def test_the_agent_follows_the_nodes(two_nodes: dict[str, Any], tmp_path: Path) 
                 out = run("ip", "-j", "-4", "route", "show", "proto", ROUTE_PROTO, ns=ns).stdout
                 return [f"{r['dst']} via {r['gateway']}" for r in json.loads(out or "[]")]
 
-            wait_for(lambda: routes() == ["10.244.2.0/24 via 10.250.3.2"], 60, "the route to node-b's Pods")
+            wait_until(lambda: routes() == ["10.244.2.0/24 via 10.250.3.2"], 60, "the route to node-b's Pods")
             assert not (conf_dir / CONFLIST_NAME).exists()  # node-a has no podCIDR yet: no network, NotReady
             api.kubectl("patch", "node", "node-a", "-p", json.dumps({"spec": {"podCIDR": "10.244.1.0/24"}}))
-            written = wait_for(lambda: (conf_dir / CONFLIST_NAME).exists(), 30, "the conflist")
+            written = wait_until(lambda: (conf_dir / CONFLIST_NAME).exists(), 30, "the conflist")
             assert written
             doc = json.loads((conf_dir / CONFLIST_NAME).read_text())
             assert doc == render_conflist(["10.244.1.0/24"])
@@ -144,7 +144,7 @@ def test_the_agent_follows_the_nodes(two_nodes: dict[str, Any], tmp_path: Path) 
             masq = run("nft", "list", "table", "ip", "kindnet-masq", ns=ns).stdout
             assert "ip saddr 10.244.1.0/24 ip daddr != { 10.244.1.0-10.244.2.255 } masquerade" in masq, masq  # merged
             api.kubectl("delete", "node", "node-b")
-            wait_for(lambda: routes() == [], 30, "node-b's route to go")
+            wait_until(lambda: routes() == [], 30, "node-b's route to go")
         finally:
             procs.stop_all()
         assert "Traceback" not in (tmp_path / "kindnetd.log").read_text()

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.integration.cni._netns import Procs, api_relay, namespaces, needs_netns, run, wait_for
+from tests.integration.cni._netns import Procs, api_relay, namespaces, needs_netns, run, wait_until
 from tests.integration.cni.test_plugins import allocated, conflist
 
 from pykubeadm.kubelet import sandbox
@@ -183,11 +183,11 @@ def http_get(ns: str, url: str) -> str:
 def test_pods_get_their_own_addresses_once_the_network_is_ready(node: dict[str, Any]) -> None:
     api, ns, root = node["api"], node["ns"], node["root"]
     node["start_kubelet"]()
-    ready = wait_for(lambda: node_ready(api), 60, "the Node to register")
+    ready = wait_until(lambda: node_ready(api), 60, "the Node to register")
     assert (ready["status"], ready["reason"], ready["message"]) == ("False", "KubeletNotReady", NETWORK_NOT_READY)
 
     api.kubectl("create", "-f", "-", input=json.dumps(pod("web-a")))
-    wait_for(
+    wait_until(
         lambda: (
             "network is not ready: " + NETWORK_NOT_READY
             in api.kubectl("get", "events", "-n", NS, "--field-selector=reason=NetworkNotReady", "-o", "json").stdout
@@ -205,7 +205,7 @@ def test_pods_get_their_own_addresses_once_the_network_is_ready(node: dict[str, 
     tmp = confdir / ".10-podnet.conflist.tmp"
     tmp.write_text(json.dumps(conflist(Path("/var/lib/cni/networks"), POD_CIDR)))
     tmp.rename(confdir / "10-podnet.conflist")
-    wait_for(lambda: (node_ready(api) or {}).get("status") == "True", 30, "the Node to turn Ready")
+    wait_until(lambda: (node_ready(api) or {}).get("status") == "True", 30, "the Node to turn Ready")
 
     api.kubectl("create", "-f", "-", input=json.dumps(pod("web-b", host_port=8080)))
 
@@ -214,17 +214,17 @@ def test_pods_get_their_own_addresses_once_the_network_is_ready(node: dict[str, 
         ok = st.get("phase") == "Running" and st.get("podIP") and st["containerStatuses"][0].get("ready")
         return st if ok else None
 
-    a = wait_for(lambda: running("web-a"), 60, "web-a running")
-    b = wait_for(lambda: running("web-b"), 60, "web-b running")
+    a = wait_until(lambda: running("web-a"), 60, "web-a running")
+    b = wait_until(lambda: running("web-b"), 60, "web-b running")
     net = ipaddress.ip_network(POD_CIDR)
     assert a["podIP"] != b["podIP"]
     assert ipaddress.ip_address(a["podIP"]) in net and ipaddress.ip_address(b["podIP"]) in net
     assert a["podIPs"] == [{"ip": a["podIP"]}] and a["hostIP"] == NODE_IP
     # both serve port 80, each on its own address, reached from the node
-    assert wait_for(lambda: http_get(ns, f"http://{a['podIP']}/"), 30, "web-a's :80") == "web-a"
-    assert wait_for(lambda: http_get(ns, f"http://{b['podIP']}/"), 30, "web-b's :80") == "web-b"
+    assert wait_until(lambda: http_get(ns, f"http://{a['podIP']}/"), 30, "web-a's :80") == "web-a"
+    assert wait_until(lambda: http_get(ns, f"http://{b['podIP']}/"), 30, "web-b's :80") == "web-b"
     # web-b's hostPort maps through portmap on the node's address, for a machine next to the node
-    assert wait_for(lambda: http_get(node["client"], f"http://{NODE_IP}:8080/"), 30, "hostPort 8080") == "web-b"
+    assert wait_until(lambda: http_get(node["client"], f"http://{NODE_IP}:8080/"), 30, "hostPort 8080") == "web-b"
     store = root / "var/lib/cni/networks/podnet"  # host-local's dataDir, under the node's root
     assert allocated(store) == sorted([a["podIP"], b["podIP"]])
 
@@ -233,14 +233,14 @@ def test_pods_get_their_own_addresses_once_the_network_is_ready(node: dict[str, 
     kubelet = node["kubelets"][-1]
     Procs.stop(kubelet)
     api.kubectl("delete", "pod", "web-b", "-n", NS, "--grace-period=0", "--force", "--wait=false")
-    wait_for(lambda: "web-b" not in api.kubectl("get", "pods", "-n", NS).stdout, 30, "web-b gone from the API")
+    wait_until(lambda: "web-b" not in api.kubectl("get", "pods", "-n", NS).stdout, 30, "web-b gone from the API")
     node["start_kubelet"]()
-    wait_for(lambda: allocated(store) == [a["podIP"]], 60, "web-b's address released")
-    assert not (root / "var/lib/kubelet/pods" / b_uid).exists()
+    wait_until(lambda: allocated(store) == [a["podIP"]], 60, "web-b's address released")
+    wait_until(lambda: not (root / "var/lib/kubelet/pods" / b_uid).exists(), 30, "web-b's directory removed")
     assert get_pod(api, "web-a")["status"]["podIP"] == a["podIP"]
     assert http_get(ns, f"http://{a['podIP']}/") == "web-a"
 
     api.kubectl("delete", "pod", "web-a", "-n", NS, "--wait=true", "--timeout=60s")
-    wait_for(lambda: allocated(store) == [], 30, "web-a's address released")
+    wait_until(lambda: allocated(store) == [], 30, "web-a's address released")
     assert not list(root.glob("var/lib/kubelet/pods/*/netns"))
     assert not list((root / "var/lib/cni/results").iterdir())
