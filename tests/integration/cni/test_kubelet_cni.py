@@ -2,7 +2,7 @@
 a real apiserver on the host's loopback reached through a Unix-socket relay.
 
 Before the node has a CNI configuration, its Node is NotReady with the real kubelet's message and a Pod without
-hostNetwork is not started ("network is not ready"); once the conflist appears the Node turns Ready, and two Pods
+hostNetwork is not started ("network is not ready") while a hostNetwork Pod runs on the node's address; once the conflist appears the Node turns Ready, and two Pods
 both serving port 80 each get their own address in the node's podCIDR through Debian's bridge + host-local + portmap,
 a hostPort included. Deleting them, and deleting one while the kubelet is down, leaves no address in host-local's
 store and no namespace file behind.
@@ -182,6 +182,12 @@ def http_get(ns: str, url: str) -> str:
 
 def test_pods_get_their_own_addresses_once_the_network_is_ready(node: dict[str, Any]) -> None:
     api, ns, root = node["api"], node["ns"], node["root"]
+
+    def running(name: str) -> dict[str, Any] | None:
+        st = get_pod(api, name)["status"]
+        ok = st.get("phase") == "Running" and st.get("podIP") and st["containerStatuses"][0].get("ready")
+        return st if ok else None
+
     node["start_kubelet"]()
     ready = wait_until(lambda: node_ready(api), 60, "the Node to register")
     assert (ready["status"], ready["reason"], ready["message"]) == ("False", "KubeletNotReady", NETWORK_NOT_READY)
@@ -199,6 +205,15 @@ def test_pods_get_their_own_addresses_once_the_network_is_ready(node: dict[str, 
     assert status.get("phase") == "Pending" and "podIP" not in status
     assert status["containerStatuses"][0]["state"]["waiting"]["reason"] == "ContainerCreating"
 
+    # a hostNetwork Pod (the network addon is one) runs at once, on the node's address, its :80 the node's
+    host = pod("host-web")
+    host["spec"]["hostNetwork"] = True
+    api.kubectl("create", "-f", "-", input=json.dumps(host))
+    h = wait_until(lambda: running("host-web"), 60, "host-web running while the network is not ready")
+    assert h["podIP"] == h["hostIP"] == NODE_IP
+    assert wait_until(lambda: http_get(ns, f"http://{NODE_IP}/"), 30, "host-web's :80") == "host-web"
+    assert (node_ready(api) or {}).get("status") == "False"
+
     # the network addon's part: the node's conflist appears (atomically, as a rename)
     confdir = root / "etc/cni/net.d"
     confdir.mkdir(parents=True)
@@ -208,11 +223,6 @@ def test_pods_get_their_own_addresses_once_the_network_is_ready(node: dict[str, 
     wait_until(lambda: (node_ready(api) or {}).get("status") == "True", 30, "the Node to turn Ready")
 
     api.kubectl("create", "-f", "-", input=json.dumps(pod("web-b", host_port=8080)))
-
-    def running(name: str) -> dict[str, Any] | None:
-        st = get_pod(api, name)["status"]
-        ok = st.get("phase") == "Running" and st.get("podIP") and st["containerStatuses"][0].get("ready")
-        return st if ok else None
 
     a = wait_until(lambda: running("web-a"), 60, "web-a running")
     b = wait_until(lambda: running("web-b"), 60, "web-b running")
