@@ -9,11 +9,13 @@ cluster's pod subnet, through the environment as kind does.
 
 from __future__ import annotations
 
+import yaml
+
 from pykubeadm import constants as c
 from pykubeadm.phases import objects as o
 from pykubeadm.phases.objects import Obj
 
-__all__ = ["KINDNET", "KINDNET_IMAGE", "kindnet_objects"]
+__all__ = ["KINDNET", "KINDNET_IMAGE", "kindnet_manifest", "kindnet_objects"]
 
 #: The addon's name (objects and labels).
 KINDNET = "kindnet"
@@ -83,3 +85,9 @@ def kindnet_objects(*, image: str = KINDNET_IMAGE, pod_subnet: str = "", control
         o.cluster_role_binding(KINDNET, KINDNET, [o.service_account_subject(KINDNET, c.NAMESPACE_SYSTEM)]),
         _daemonset(image, pod_subnet, control_plane_endpoint),
     ]
+
+
+def kindnet_manifest(*, image: str = KINDNET_IMAGE, pod_subnet: str = "", control_plane_endpoint: str = "") -> str:
+    """The objects as one multi-document YAML, for `kubectl apply -f -` (kind's default CNI manifest, rendered)."""
+    objects = kindnet_objects(image=image, pod_subnet=pod_subnet, control_plane_endpoint=control_plane_endpoint)
+    return yaml.safe_dump_all(objects, sort_keys=False)

@@ -25,6 +25,7 @@ from tests.integration.cni._netns import (
 )
 
 from pykubeadm.kindnet.conflist import CONFLIST_NAME, render_conflist
+from pykubeadm.kindnet.manifests import kindnet_manifest
 from pykubeadm.kindnet.masq import sync_masq
 from pykubeadm.kindnet.routes import ROUTE_PROTO, desired_routes, sync_routes
 from pykubeadm.testing.apiserver import running_apiserver
@@ -119,6 +120,12 @@ def test_the_agent_follows_the_nodes(two_nodes: dict[str, Any], tmp_path: Path) 
     with running_apiserver(tmp_path / "api") as api:
         try:
             api_relay(procs, api, ns, tmp_path)
+            # the addon's objects are what a real apiserver and kubectl accept
+            applied = api.kubectl("apply", "-f", "-", input=kindnet_manifest(pod_subnet="10.244.0.0/16")).stdout
+            assert (
+                "daemonset.apps/kindnet created" in applied
+                and "clusterrole.rbac.authorization.k8s.io/kindnet" in applied
+            )
             api.kubectl("create", "-f", "-", input=yaml.safe_dump(node_object("node-b")))
             a = node_object("node-a")
             del a["spec"]

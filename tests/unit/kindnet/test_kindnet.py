@@ -101,3 +101,13 @@ def test_masquerading_spares_the_cluster_pod_network() -> None:
     assert "ip saddr { 10.244.1.0/24 } ip daddr != { 10.244.0.0/16 } masquerade" in script
     assert script.startswith("table ip kindnet-masq {}\ndelete table ip kindnet-masq\n")  # replaced as a whole
     assert "table ip6 kindnet-masq {\n" not in script  # no IPv6 pod range: the table is only removed
+
+
+def test_the_manifest_is_the_objects_as_yaml() -> None:
+    import yaml
+
+    from pykubeadm.kindnet.manifests import kindnet_manifest
+
+    docs = list(yaml.safe_load_all(kindnet_manifest(pod_subnet="10.244.0.0/16")))
+    assert [d["kind"] for d in docs] == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet"]
+    assert docs == kindnet_objects(pod_subnet="10.244.0.0/16")
