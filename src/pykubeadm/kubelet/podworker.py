@@ -305,12 +305,11 @@ class PodWorker:
             and volumes_mod is not None
             and await asyncio.to_thread(sandbox_mod.can_isolate, self.layout)
         )
-        if self.network is not None:
-            if self.isolated:
-                await self._setup_network(self.network)
-            else:  # no namespaces here (not root): the Pod shares the node's network
-                self.network = None
-                self.pod_ip, self.pod_ips = self.host_ip, [self.host_ip]
+        if self.network is not None and not self.isolated:  # no namespaces here (not root): the node's network
+            self.network = None
+            self.pod_ip, self.pod_ips = self.host_ip, [self.host_ip]
+        if self.network is not None and self.phase() not in ("Succeeded", "Failed"):  # (ended before a restart)
+            await self._setup_network(self.network)
         if volumes_mod is None:
             return
         self.volumes = volumes_mod.PodVolumes(
