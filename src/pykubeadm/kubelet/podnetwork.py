@@ -9,6 +9,7 @@ and `eth0` (the node's network, `CNI_ARGS` with the Pod's K8S_POD_* names, `port
 returns the Pod's addresses; a namespace a previous kubelet attached is adopted from the CNI result cache.
 `detach()` runs DEL from the cache (also for a namespace lost in a reboot) and removes the namespace; `collect()`
 does that for every cached attachment whose Pod is gone, so host-local leaks no address across kubelet restarts.
+`unpin_all()` unmounts every pinned namespace of a node that is going away (`lab down`).
 
 The node's files are under its root directory: the cache lives at `<root>/var/lib/cni`, and host-local's `dataDir`
 (default /var/lib/cni/networks) is a node path too, placed under the root before the plugins see it.
@@ -36,7 +37,7 @@ from pykubeadm.cni import (
 from pykubeadm.kubelet import netns
 from pykubeadm.layout import Layout
 
-__all__ = ["NETWORK_NOT_READY", "NETWORK_NOT_READY_MSG", "PodNetwork", "netns_path", "port_mappings"]
+__all__ = ["NETWORK_NOT_READY", "NETWORK_NOT_READY_MSG", "PodNetwork", "netns_path", "port_mappings", "unpin_all"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,17 @@ _LOOPBACK = json.dumps(
 def netns_path(pod_dir: Path) -> Path:
     """Where a Pod's network namespace is pinned."""
     return pod_dir / "netns"
+
+
+def unpin_all(layout: Layout) -> list[Path]:
+    """Unmount and remove every Pod network namespace pinned under the node's root (a node taken down for good,
+    whose network namespace and host-local store go with it); the files removed. Raises NetnsError naming a file
+    that cannot be unmounted."""
+    removed = []
+    for path in sorted(layout.kubelet_pods_dir.glob("*/netns")):
+        netns.remove(path)
+        removed.append(path)
+    return removed
 
 
 def port_mappings(pod: Mapping[str, Any]) -> list[dict[str, Any]]:
