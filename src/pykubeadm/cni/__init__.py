@@ -5,11 +5,12 @@ restarted runtime tear down what an earlier one set up).
 """
 
 from pykubeadm.cni.confdir import ConfigError, NetworkConfigList, load_conf_dir, parse_network_config
-from pykubeadm.cni.plugins import CNIError, CNIRuntime, RuntimeConf, pod_ips
+from pykubeadm.cni.plugins import CacheEntry, CNIError, CNIRuntime, RuntimeConf, pod_ips
 
 __all__ = [
     "CNIError",
     "CNIRuntime",
+    "CacheEntry",
     "ConfigError",
     "NetworkConfigList",
     "RuntimeConf",

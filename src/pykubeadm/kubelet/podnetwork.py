@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pykubeadm.cni import (
+    CacheEntry,
     CNIError,
     CNIRuntime,
     ConfigError,
@@ -144,7 +145,7 @@ class PodNetwork:
             return net
         return parse_network_config(json.dumps(doc).encode(), net.source, single=False)
 
-    def _entries(self, uid: str) -> list[Any]:
+    def _entries(self, uid: str) -> list[CacheEntry]:
         return [e for e in self.runtime.cached_entries() if e.rt.container_id == uid]
 
     def adopted(self, uid: str, pod_dir: Path) -> list[str] | None:
@@ -182,16 +183,15 @@ class PodNetwork:
         netns.create(path)
         try:
             self.runtime.add(parse_network_config(_LOOPBACK, "loopback"), RuntimeConf(uid, str(path), "lo", args))
-            result = self.runtime.add(net, eth0)
+            ips = pod_ips(self.runtime.add(net, eth0))
+            if not ips:
+                raise CNIError(str(net.plugins[-1].get("type")), "ADD", 0, "the network gave the Pod no address")
         except BaseException:
             try:
                 self.detach(uid, pod_dir, fallback=net, rt=eth0)
             except (CNIError, OSError) as e:
                 log.warning("cleaning up the failed attachment of pod %s: %s", uid, e)
             raise
-        ips = pod_ips(result)
-        if not ips:
-            raise CNIError(str(net.plugins[-1].get("type")), "ADD", 0, "the network gave the Pod no address")
         return ips
 
     def detach(
