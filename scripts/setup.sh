@@ -14,6 +14,8 @@ command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need_apt+=(hap
 command -v etcdctl >/dev/null 2>&1 || need_apt+=(etcd-client)
 # kube-proxy's nftables mode programs the kernel through nft.
 command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need_apt+=(nftables)
+# Pods get their own address through Debian's CNI plugins (bridge, host-local, portmap, loopback in /usr/lib/cni).
+[ -x /usr/lib/cni/bridge ] || need_apt+=(containernetworking-plugins)
 # The fault tests shift the clock of our processes with libfaketime (LD_PRELOAD).
 command -v faketime >/dev/null 2>&1 || need_apt+=(faketime)
 # Real containers: containerd (its CRI plugin) with runc, the CNI plugins in /usr/lib/cni, and what the tests build

@@ -267,6 +267,8 @@ KUBE_SCHEDULER: Final = "kube-scheduler"
 KUBE_PROXY: Final = "kube-proxy"
 ETCD: Final = "etcd"
 COREDNS: Final = "coredns"
+#: The lab's network addon (kind's kindnetd image name; the built-in program `pykubeadm.kindnet`).
+KINDNETD: Final = "kindnetd"
 PAUSE: Final = "pause"
 CONTROL_PLANE_COMPONENTS: Final = (KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER)
 DEFAULT_IMAGE_REPOSITORY: Final = "registry.k8s.io"
@@ -308,3 +310,10 @@ KUBEADM_API_VERSION: Final = "kubeadm.k8s.io/v1beta4"
 KUBEADM_OLD_API_VERSION: Final = "kubeadm.k8s.io/v1beta3"
 KUBELET_CONFIG_API_VERSION: Final = "kubelet.config.k8s.io/v1beta1"
 KUBE_PROXY_CONFIG_API_VERSION: Final = "kubeproxy.config.k8s.io/v1alpha1"
+
+#: CNI: where the plugins are looked for (Debian's containernetworking-plugins, then the upstream location).
+DEFAULT_CNI_BIN_DIR: Final = "/usr/lib/cni:/opt/cni/bin"
+#: CNI: libcni's result cache directory (a node path).
+DEFAULT_CNI_CACHE_DIR: Final = "/var/lib/cni"
+#: CNI: the configuration directory kubelets and runtimes read (a node path).
+DEFAULT_CNI_CONF_DIR: Final = "/etc/cni/net.d"

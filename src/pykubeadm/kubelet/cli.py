@@ -88,6 +88,17 @@ _ARGS_META = "pykubeadm.kubelet.args"
 @click.option("--hostname-override", help="Use this name instead of the hostname as the node name.")
 @click.option("--container-runtime-endpoint", help="Accepted for compatibility; the built-in runtime runs processes.")
 @click.option("--pod-infra-container-image", help="Accepted for compatibility (the pause image).")
+@click.option(
+    "--cni-conf-dir",
+    help="The built-in runtime's CNI configuration directory (a node path, e.g. /etc/cni/net.d): Pods without "
+    "hostNetwork get their own network namespace and address through it; the node is not Ready until it holds a "
+    "network configuration. Unset: Pods share the node's network.",
+)
+@click.option(
+    "--cni-bin-dir",
+    help=f"Directories of the CNI plugin binaries, ':'-separated (CNI_PATH). [default: {c.DEFAULT_CNI_BIN_DIR}]",
+)
+@click.option("--cni-cache-dir", help=f"The CNI result cache (a node path). [default: {c.DEFAULT_CNI_CACHE_DIR}]")
 @click.option("--cert-dir", help="Directory of the kubelet's TLS certificates. [default: /var/lib/kubelet/pki]")
 @click.option(
     "--rotate-certificates",

@@ -75,6 +75,10 @@ class KubeletSettings:
     container_runtime_endpoint: str = ""
     pod_infra_container_image: str = ""
     max_pods: int = 110
+    #: The built-in runtime's CNI network (containerd's cni conf_dir/bin_dir): "" = Pods share the node's network.
+    cni_conf_dir: str = ""
+    cni_bin_dir: str = c.DEFAULT_CNI_BIN_DIR
+    cni_cache_dir: str = c.DEFAULT_CNI_CACHE_DIR
     raw_config: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -131,6 +135,9 @@ class KubeletSettings:
             or "",
             pod_infra_container_image=flags.get("pod_infra_container_image") or "",
             max_pods=int(config.get("maxPods") or 110),
+            cni_conf_dir=flags.get("cni_conf_dir") or "",
+            cni_bin_dir=flags.get("cni_bin_dir") or c.DEFAULT_CNI_BIN_DIR,
+            cni_cache_dir=flags.get("cni_cache_dir") or c.DEFAULT_CNI_CACHE_DIR,
             raw_config=config,
         )
         if s.port <= 0 or s.port > 65535:

@@ -151,7 +151,9 @@ class ContainerWorker:
     def claim_ports(self) -> str | None:
         """Claim the container's ports on the node's address; a message naming the holder when one is taken."""
         ports = self.pod.node_ports
-        return ports.claim(self.port_owner, container_ports(self.spec)) if ports is not None else None
+        if ports is None:
+            return None
+        return ports.claim(self.port_owner, container_ports(self.spec, host_only=self.pod.network is not None))
 
     def release_ports(self) -> None:
         if self.pod.node_ports is not None:

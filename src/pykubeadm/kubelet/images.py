@@ -1,7 +1,8 @@
 """Image → program for the built-in runtime, in order: the built-in map, the node's image map file, shell images.
 
 Used by the pod worker for every container (static and API Pods). The built-in map runs the control-plane images and
-kubeadm's addons (`registry.k8s.io/kube-proxy:*`, `registry.k8s.io/coredns/coredns:*`) as `pykubeadm component NAME`
+kubeadm's addons (`registry.k8s.io/kube-proxy:*`, `registry.k8s.io/coredns/coredns:*`) and the lab's network addon
+(`docker.io/kindest/kindnetd:*`) as `pykubeadm component NAME`
 with the container's command (less its binary) and args as flags, etcd as the etcd binary (`runtime.resolve_program`),
 and `registry.k8s.io/pause:*` as a native pause program. The node's image map file (`Layout.image_map_file`,
 `/etc/pykubeadm/images.yaml` under the node root) maps an image reference or repository to a program argv, which

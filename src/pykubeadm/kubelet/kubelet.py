@@ -5,6 +5,8 @@ control-plane node can run its apiserver before it has credentials); client cred
 `--kubeconfig` or, failing that, from TLS bootstrap with `--bootstrap-kubeconfig` (rotateCertificates: the certificate
 manager's forced first rotation, CSR `csr-xxxxx`; otherwise the blocking path with CSR `node-csr-<digest>`); with a
 client certificate the node registers, heartbeats its Lease, publishes mirror Pods and serves :10250.
+With `--cni-conf-dir` the built-in runtime attaches Pods through CNI (`podnetwork`): the Node is Ready only once the
+directory holds a network configuration, with the real kubelet's network-not-ready message until then.
 Without either kubeconfig the kubelet runs standalone (static Pods only).
 """
 
@@ -48,6 +50,7 @@ from pykubeadm.kubelet.kubeconfig import (
 from pykubeadm.kubelet.metrics import KubeletMetrics
 from pykubeadm.kubelet.mirror import MirrorPodSyncer, mirror_pod
 from pykubeadm.kubelet.node import NodeAgent, initial_node
+from pykubeadm.kubelet.podnetwork import PodNetwork
 from pykubeadm.kubelet.pods import PodManager
 from pykubeadm.kubelet.resourcemetrics import container_targets
 from pykubeadm.kubelet.server import KubeletServer, healthz_app, serving_ssl_context
@@ -95,6 +98,19 @@ class Kubelet:
         self._tasks: list[asyncio.Task[Any]] = []
         self._serving_ctx: ssl.SSLContext | None = None
         self.metrics = KubeletMetrics(settings.node_name, self._workers)
+        self.network = self._pod_network()
+
+    def _pod_network(self) -> PodNetwork | None:
+        if not self.s.cni_conf_dir:
+            return None
+        network = PodNetwork(
+            self.layout.host(self.s.cni_conf_dir),
+            [d for d in self.s.cni_bin_dir.split(os.pathsep) if d],
+            self.layout.host(self.s.cni_cache_dir),
+            self.layout,
+        )
+        network.sync()
+        return network
 
     # --- credentials -------------------------------------------------------------------------------------------------
     def _host(self, node_path: str) -> Path:
@@ -280,7 +296,10 @@ class Kubelet:
             node,
             status_every=self.s.node_status_update_frequency,
             lease_duration=self.s.node_lease_duration_seconds,
+            network_error=self.network.status if self.network is not None else lambda: None,
         )
+        if self.network is not None:
+            self._spawn(self.network.watch(self.agent.poke))
         self.agent.root = self.layout.root
         self._spawn(self.agent.lease_loop())
         if self.s.register_node:
@@ -303,6 +322,7 @@ class Kubelet:
             cluster_domain=self.s.cluster_domain,
             resolv_conf=self._resolv_conf(),
             observer=self.metrics.pod_changed,
+            network=self.network,
         )
         self._spawn(self.events.run())
         self._spawn(self.pods.services.run())

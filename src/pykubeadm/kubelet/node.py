@@ -10,10 +10,12 @@ to the Node as soon as its UID is known.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import platform
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -206,8 +208,10 @@ def node_conditions(
     since: str | None = None,
     pressure: Pressure | None = None,
     transitions: dict[str, tuple[str, str]] | None = None,
+    not_ready: str = "kubelet is not ready",
 ) -> list[dict[str, Any]]:
-    """The four node conditions; `transitions` (type → (status, time)) keeps lastTransitionTime until a change."""
+    """The four node conditions; `transitions` (type → (status, time)) keeps lastTransitionTime until a change;
+    `not_ready` is the Ready condition's message when not ready (the runtime's error, as the kubelet reports it)."""
     now = _now()
     since = since or now
     pressure = pressure or Pressure()
@@ -234,7 +238,7 @@ def node_conditions(
     out.append(
         cond("Ready", "True", "KubeletReady", "kubelet is posting ready status")
         if ready
-        else cond("Ready", "False", "KubeletNotReady", "kubelet is not ready")
+        else cond("Ready", "False", "KubeletNotReady", not_ready)
     )
     return out
 
@@ -250,6 +254,7 @@ class NodeAgent:
         status_every: float = 10.0,
         report_every: float = 300.0,
         lease_duration: int = 40,
+        network_error: Callable[[], str | None] = lambda: None,
     ):
         self.client = client
         self.node = node
@@ -265,6 +270,8 @@ class NodeAgent:
         self._ready_since = _now()
         self._transitions: dict[str, tuple[str, str]] = {}
         self.root: Path | None = None
+        self.network_error = network_error  # the runtime's network not ready (podnetwork), None when ready
+        self._poked = asyncio.Event()
 
     # --- registration ---------------------------------------------------------------------------------------------
     async def register(self) -> None:
@@ -275,6 +282,8 @@ class NodeAgent:
         delay = REGISTER_STEP
         while True:
             refused = False
+            if "status" in self.node:  # registered as it is now: NotReady while the network is not ready
+                self.node["status"]["conditions"] = self.current_status()["conditions"]
             try:
                 created = await self.client.post("/api/v1/nodes", self.node)
                 self.uid = created["metadata"]["uid"]
@@ -316,10 +325,19 @@ class NodeAgent:
     def current_status(self) -> dict[str, Any]:
         status = dict(self.node["status"])
         pressure = host_pressure(self.root) if self.root is not None else None
+        error = self.network_error()
         status["conditions"] = node_conditions(
-            ready=True, since=self._ready_since, pressure=pressure, transitions=self._transitions
+            ready=error is None,
+            since=self._ready_since,
+            pressure=pressure,
+            transitions=self._transitions,
+            not_ready=error or "",
         )
         return status
+
+    def poke(self) -> None:
+        """Something the status depends on changed (the network): update it now rather than at the next period."""
+        self._poked.set()
 
     async def update_status_once(self, force: bool = False) -> bool:
         """PATCH nodes/<name>/status if it changed or the report interval passed; True when it was sent."""
@@ -358,7 +376,9 @@ class NodeAgent:
         await self.registered.wait()
         await self.update_status_once(force=True)
         while True:
-            await asyncio.sleep(self.status_every)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._poked.wait(), self.status_every)
+            self._poked.clear()
             await self.update_status_once()
 
     # --- lease ---------------------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ Called by `kubelet.Kubelet` once the node has credentials. As the real kubelet: 
 deletionGracePeriodSeconds, SIGKILL) and then deleted with gracePeriodSeconds=0 and a uid precondition, which is what
 lets `kubectl delete` return. Status is written (merge patch of pods/<name>/status) only when a worker reports a change
 and the status differs from the last one written, in coalesced batches. At start, the Pod directories of Pods the API
-no longer has are cleaned up (their processes stopped); the others are adopted by their workers.
+no longer has are cleaned up (their processes stopped, their CNI attachments deleted, as are cached attachments of
+any other Pod that is gone); the others are adopted by their workers.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pykubeadm.cni import CNIError
 from pykubeadm.kubelet.api import ApiError
 from pykubeadm.kubelet.listwatch import list_then_watch
 from pykubeadm.kubelet.podworker import PodWorker
@@ -57,6 +59,7 @@ class PodManager:
         cluster_domain: str = "",
         resolv_conf: Path | None = None,
         observer: Callable[[PodWorker], None] | None = None,
+        network: Any = None,
     ) -> None:
         self.client = client
         self.node_name = node_name
@@ -71,6 +74,7 @@ class PodManager:
         self.cluster_domain = cluster_domain
         self.resolv_conf = resolv_conf
         self.observer = observer  # every worker's changes (the kubelet's metrics)
+        self.network = network  # podnetwork.PodNetwork: the node's CNI network, None: Pods share the node's
         self.ports = NodePorts()
         self._object_cache: Any = None
         self.rejections: set[asyncio.Task[None]] = set()  # status writes of rejected Pods, in flight
@@ -191,6 +195,7 @@ class PodManager:
                 resolv_conf=self.resolv_conf,
                 node_ports=self.ports,
                 observer=self.observer,
+                network=self.network,
             )
             self.workers[uid] = worker
             worker.start()
@@ -264,6 +269,7 @@ class PodManager:
             await worker.terminate(min(worker.grace, 2.0))
         else:
             await worker.detach()
+        await worker.release_network()
         await asyncio.to_thread(self._remove_dirs, worker)
 
     def _remove_dirs(self, worker: PodWorker) -> None:
@@ -282,10 +288,20 @@ class PodManager:
                 proc = ShimProcess.adopt(shim_dir)
                 if proc is not None and proc.running():
                     proc.kill_all()
+            if self.network is not None:
+                self._release_network(pod_dir.name)
             log.info("removing the directory of orphaned pod %s", pod_dir.name)
             shutil.rmtree(pod_dir, ignore_errors=True)
             for logs in self.layout.pod_log_dir.glob(f"*_{pod_dir.name}"):
                 shutil.rmtree(logs, ignore_errors=True)
+        if self.network is not None:  # attachments of Pods whose directory is gone as well
+            self.network.collect(lambda uid: uid in known, self.layout.pod_dir)
+
+    def _release_network(self, uid: str) -> None:
+        try:
+            self.network.detach(uid, self.layout.pod_dir(uid))
+        except (CNIError, OSError) as e:  # the cache entry stays: collected again at the next start
+            log.warning("releasing the network of orphaned pod %s: %s", uid, e)
 
     # --- status -----------------------------------------------------------------------------------------------------
     def _changed(self, worker: PodWorker) -> None:

@@ -7,8 +7,11 @@ restarted kubelet). Restart back-off follows the kubelet: the first restart is i
 5 min ("CrashLoopBackOff"), reset after 10 minutes of running. An image the runtime cannot run leaves the container
 Waiting (ErrImagePull, then ImagePullBackOff) with a message, and the Pod Pending; nothing crashes. Sandboxed API
 Pods get the kubelet's resolv.conf and managed hosts file (`dnsconfig`) bind-mounted at /etc/resolv.conf and
-/etc/hosts; every container gets PYKUBEADM_POD_IP (the Pod's IP: the node's address) and its ports claimed on the
-node (`ports`): a port another Pod's running container holds leaves it Waiting (CreateContainerError).
+/etc/hosts; every container gets PYKUBEADM_POD_IP (the Pod's IP) and its ports claimed on the node (`ports`): a port
+another Pod's running container holds leaves it Waiting (CreateContainerError). With the node's CNI network
+(`podnetwork`), a sandboxed Pod without hostNetwork gets a network namespace of its own first (status.podIP is the
+address CNI gave it; only its hostPorts are the node's), once the network is ready: until then it waits, as the
+kubelet does ("network is not ready", event NetworkNotReady). Its attachment is released when the Pod ends.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pykubeadm.kubelet import dnsconfig, images, runtime
+from pykubeadm.cni import CNIError
+from pykubeadm.kubelet import dnsconfig, images, podnetwork, runtime
 from pykubeadm.kubelet.containerworker import BackOff, ContainerConfigError, ContainerWorker
 from pykubeadm.kubelet.podstatus import Conditions, now, pod_phase, qos_class, update_conditions
 from pykubeadm.layout import Layout
@@ -100,6 +104,7 @@ class PodWorker:
         resolv_conf: Path | None = None,
         node_ports: Any = None,
         observer: Callable[[PodWorker], None] | None = None,
+        network: podnetwork.PodNetwork | None = None,
     ):
         self.pod = pod
         self.spec: dict[str, Any] = pod.get("spec") or {}
@@ -113,6 +118,9 @@ class PodWorker:
         self.full_name = f"{self.name}-{node_name}" if source == "file" else self.name
         self.key = f"{self.namespace}/{self.full_name}"
         self.pod_ip = pod_ip
+        self.host_ip = pod_ip  # the node's address; pod_ip becomes the Pod's own with a network namespace
+        self.network = network if source == "api" and not self.spec.get("hostNetwork") else None
+        self.netns: Path | None = None  # the Pod's network namespace, once attached
         self.layout = layout
         self.etcd_binary = etcd_binary
         self.on_change = on_change
@@ -148,6 +156,9 @@ class PodWorker:
         self.terminating = False
         self.volumes: Any = None
         self.isolated = False
+        self.pod_ips = [pod_ip] if self.network is None else []  # an own address comes with the attachment
+        if self.network is not None:
+            self.pod_ip = ""
         self._task: asyncio.Task[None] | None = None
         self._adopted: dict[str, Any] = {}
         self._deadline: asyncio.Task[None] | None = None
@@ -215,7 +226,7 @@ class PodWorker:
                         spec,
                         self.client(),
                         node_name=self.node_name,
-                        host_ip=self.pod_ip,
+                        host_ip=self.host_ip,
                         pod_ip=self.pod_ip,
                         on_event=lambda reason, message: self.event("Warning", reason, message),
                         objects=self.objects,
@@ -250,6 +261,7 @@ class PodWorker:
                 hostname=hostname,
                 layout=self.layout,
                 zygote=_forking_zygote(spec, argv),
+                netns=self.netns,
             )
             return sandboxed, env, None, []
         mapper = self._mapper(spec, mounts)
@@ -293,6 +305,11 @@ class PodWorker:
             and volumes_mod is not None
             and await asyncio.to_thread(sandbox_mod.can_isolate, self.layout)
         )
+        if self.network is not None and not self.isolated:  # no namespaces here (not root): the node's network
+            self.network = None
+            self.pod_ip, self.pod_ips = self.host_ip, [self.host_ip]
+        if self.network is not None and self.phase() not in ("Succeeded", "Failed"):  # (ended before a restart)
+            await self._setup_network(self.network)
         if volumes_mod is None:
             return
         self.volumes = volumes_mod.PodVolumes(
@@ -329,6 +346,44 @@ class PodWorker:
                 "/etc/resolv.conf and /etc/hosts are the node's",
             )
 
+    async def _setup_network(self, network: podnetwork.PodNetwork) -> None:
+        """Wait for the node's network, then attach the Pod's namespace (retrying with back-off); pod_ip is its own."""
+        delay, warned = self.backoff_initial / 10, 0.0
+        loop = asyncio.get_running_loop()
+        while True:
+            err = network.status()
+            if err is not None and await asyncio.to_thread(network.adopted, self.uid, self.pod_dir) is None:
+                if loop.time() - warned >= 30.0 or not warned:  # the kubelet's event, not once a second
+                    warned = loop.time()
+                    self.event("Warning", "NetworkNotReady", f"{podnetwork.NETWORK_NOT_READY_MSG}: {err}")
+                await asyncio.sleep(1.0)
+                continue
+            try:
+                ips = await asyncio.to_thread(network.attach, self.pod, self.uid, self.pod_dir)
+                break
+            except (CNIError, OSError) as e:
+                self.event(
+                    "Warning",
+                    "FailedCreatePodSandBox",
+                    "Failed to create pod sandbox: rpc error: code = Unknown desc = "
+                    f'failed to setup network for sandbox "{self.uid}": {e}',
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 120.0)
+        self.netns = podnetwork.netns_path(self.pod_dir)
+        self.pod_ip, self.pod_ips = ips[0], ips
+        self.changed()
+
+    async def release_network(self) -> None:
+        """Detach the Pod's network (CNI DEL, the namespace removed): the Pod has ended or is gone."""
+        if self.network is None or (self.netns is None and not self.pod_dir.exists()):
+            return
+        try:
+            await asyncio.to_thread(self.network.detach, self.uid, self.pod_dir)
+            self.netns = None
+        except (CNIError, OSError) as e:
+            log.warning("pod %s: releasing its network: %s", self.key, e)
+
     async def _run(self) -> None:
         adopted = self._adopted
         self.pod_dir.mkdir(parents=True, exist_ok=True) if self.persistent else None
@@ -355,8 +410,10 @@ class PodWorker:
             if refresh is not None:
                 refresh.cancel()
         self.changed()
-        if self.volumes is not None and self.phase() in ("Succeeded", "Failed"):
-            await self.volumes.teardown()  # the Pod is done: its volumes go, as the kubelet unmounts them
+        if self.phase() in ("Succeeded", "Failed"):
+            if self.volumes is not None:
+                await self.volumes.teardown()  # the Pod is done: its volumes go, as the kubelet unmounts them
+            await self.release_network()  # and its sandbox, with its address
 
     async def _refresh_volumes(self) -> None:
         """ConfigMap, Secret, downward API and token volumes follow their sources (the kubelet's periodic sync)."""
@@ -462,6 +519,7 @@ class PodWorker:
         if self.volumes is not None:
             with contextlib.suppress(Exception):
                 await self.volumes.teardown()
+        await self.release_network()
         self.changed()
 
     async def stop(self) -> None:
@@ -512,14 +570,14 @@ class PodWorker:
         out: dict[str, Any] = {
             "phase": phase,
             "conditions": self.conditions.as_list(),
-            "hostIP": self.pod_ip,
-            "hostIPs": [{"ip": self.pod_ip}],
-            "podIP": self.pod_ip,
-            "podIPs": [{"ip": self.pod_ip}],
+            "hostIP": self.host_ip,
+            "hostIPs": [{"ip": self.host_ip}],
             "startTime": self.start_time,
             "qosClass": qos_class(self.spec),
             "containerStatuses": cts,
         }
+        if self.pod_ips:
+            out["podIP"], out["podIPs"] = self.pod_ip, [{"ip": ip} for ip in self.pod_ips]
         if inits:
             out["initContainerStatuses"] = inits
         if self.failed:

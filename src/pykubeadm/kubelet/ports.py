@@ -1,4 +1,5 @@
-"""The node's ports: Pods share the node's network, so a container port is a port on the node's address.
+"""The node's ports: Pods sharing the node's network hold their container ports on the node's address (a Pod with a
+network namespace of its own holds only its hostPorts there).
 
 Owned by `pods.PodManager` (one `NodePorts` per node), used by the pod worker's containers. Two checks:
 - admission, as the kubelet's NodePorts predicate: a Pod asking for a `hostPort` another admitted Pod on this node
@@ -36,12 +37,12 @@ class PortOwner:
     controller: str = ""
 
 
-def container_ports(container: Mapping[str, Any]) -> list[Port]:
+def container_ports(container: Mapping[str, Any], *, host_only: bool = False) -> list[Port]:
     """A container's ports as (protocol, port): hostPort where set (that is what the node's address gets), else
-    containerPort."""
+    containerPort, unless `host_only` (a Pod in a network namespace of its own: only its hostPorts are the node's)."""
     out: list[Port] = []
     for p in container.get("ports") or []:
-        port = p.get("hostPort") or p.get("containerPort")
+        port = p.get("hostPort") or (None if host_only else p.get("containerPort"))
         if port:
             out.append((str(p.get("protocol") or "TCP"), int(port)))
     return out

@@ -4,7 +4,7 @@ The pod worker asks `can_isolate()` once; where it is true (root, namespaces usa
 `sandboxed_argv(...)`, a prefix running the native `pod-sandbox` launcher (native/pod-sandbox.c): it unshares
 mount+PID+UTS, makes every mount private, bind-mounts each `Mount` at its container path (read-only where asked;
 missing mount points are made inside the namespace only, over a private overlay, so the host sees no new directory),
-sets the hostname to the Pod's name, and forks the program as PID 1 with its own /proc in `workingDir`. The launcher
+sets the hostname to the Pod's name, joins the Pod's network namespace where it has one, and forks the program as PID 1 with its own /proc in `workingDir`. The launcher
 stays the program's parent: signals sent to it are forwarded, and it exits with the program's status. Where isolation
 is not available the pod worker runs the program directly and maps paths instead (`runtime.PathMapper`).
 `enter_argv(pid)` is the nsenter prefix for `kubectl exec` into a running container; `pause_path()` is the native pause,
@@ -117,6 +117,7 @@ def sandboxed_argv(
     layout: Layout | None = None,
     private_root: bool = False,
     zygote: Path | None = None,
+    netns: Path | None = None,
 ) -> list[str]:
     """`argv` prefixed so that it runs as PID 1 of new mount/PID/UTS namespaces with `mounts` bind-mounted.
 
@@ -126,7 +127,8 @@ def sandboxed_argv(
     a writable layer of its own over the host's root directory (kept in memory; the host's other mounts, such as
     /dev, /sys, /run or /tmp where that is a mount, stay shared); without it, writes outside volumes reach the host
     as with Nomad's raw_exec. With `zygote` (the socket of the lab's kubelet zygote) the program, a built-in
-    component, is forked by the zygote into the namespaces instead of exec'd there (kubelet.zygote).
+    component, is forked by the zygote into the namespaces instead of exec'd there (kubelet.zygote). With `netns`
+    (the Pod's network namespace file, kubelet.podnetwork) the program runs in the Pod's network, else the node's.
     """
     out = [str(launcher_path(layout))]
     if private_root:
@@ -139,6 +141,8 @@ def sandboxed_argv(
         out += ["-w", workdir]
     if zygote is not None:
         out += ["-z", str(zygote)]
+    if netns is not None:
+        out += ["-n", str(netns)]
     for m in sorted(mounts, key=lambda m: _depth(m.container_path)):
         if not PurePosixPath(m.container_path).is_absolute():
             raise ValueError(f"mount path {m.container_path!r} must be absolute")
@@ -148,7 +152,7 @@ def sandboxed_argv(
 
 def enter_argv(pid: int) -> list[str]:
     """An nsenter prefix running a command inside the container started as `pid` (the launcher's or the program's
-    pid): its mount, UTS and PID namespaces, root and working directory (`kubectl exec`)."""
+    pid): its mount, UTS, network and PID namespaces, root and working directory (`kubectl exec`)."""
     ns = f"/proc/{pid}/ns"
     pid_ns = "--pid"
     try:
@@ -157,4 +161,4 @@ def enter_argv(pid: int) -> list[str]:
     except OSError:
         pass
     nsenter = shutil.which("nsenter") or "nsenter"
-    return [nsenter, f"--target={pid}", "--mount", "--uts", pid_ns, "--root", "--wd", "--"]
+    return [nsenter, f"--target={pid}", "--mount", "--uts", "--net", pid_ns, "--root", "--wd", "--"]

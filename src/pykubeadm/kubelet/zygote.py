@@ -591,6 +591,7 @@ def _become_command(conn: socket.socket, request: dict[str, Any], stamp: int, pa
 
 
 _CLONE_NEWNS = 0x00020000
+_CLONE_NEWNET = 0x40000000
 _CLONE_NEWUTS = 0x04000000
 _CLONE_NEWPID = 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
@@ -612,10 +613,10 @@ def _libc() -> Any:
 
 
 def _enter(pid: int, cwd: str) -> None:  # pragma: no cover - runs in the zygote's grandchild
-    """Enter the UTS and mount namespaces of `pid`, its root and `cwd` there, and a new PID namespace for the
-    children (the next fork is its PID 1)."""
+    """Enter the network, UTS and mount namespaces of `pid` (the network one is the Pod's when the launcher joined
+    it), its root and `cwd` there, and a new PID namespace for the children (the next fork is its PID 1)."""
     libc = _libc()
-    entries = (("uts", _CLONE_NEWUTS), ("mnt", _CLONE_NEWNS))
+    entries = (("net", _CLONE_NEWNET), ("uts", _CLONE_NEWUTS), ("mnt", _CLONE_NEWNS))
     fds = [os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC) for name, _ in entries]
     root = os.open(f"/proc/{pid}/root", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:

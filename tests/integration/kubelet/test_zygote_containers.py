@@ -135,3 +135,34 @@ def test_without_a_zygote_the_launcher_execs_the_program(tmp_path: Path, corefil
         assert proc.wait(30) == 0
     finally:
         _stop(proc)
+
+
+@pytest.mark.parametrize("forked", [True, False])
+def test_the_program_runs_in_the_pods_network_namespace(
+    sock: Path, corefile: Path, tmp_path: Path, forked: bool
+) -> None:
+    from pykubeadm.kubelet import netns
+
+    pinned = tmp_path / "pod" / "netns"
+    netns.create(pinned)
+    proc = None
+    try:
+        argv = [sys.executable, "-m", "pykubeadm", "component", "coredns", "-conf", str(corefile)]
+        launcher = sandbox.sandboxed_argv(
+            argv, [], hostname="dns-pod", zygote=sock if forked else tmp_path / "none.sock", netns=pinned
+        )
+        proc = subprocess.Popen(launcher, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        _serving(proc)
+        program = _program(corefile, proc.pid)
+        want = f"net:[{os.stat(pinned).st_ino}]"
+        assert os.readlink(f"/proc/{program}/ns/net") == want != os.readlink("/proc/self/ns/net")
+        # kubectl exec's way in lands in the Pod's network too
+        entered = subprocess.run(
+            [*sandbox.enter_argv(proc.pid), "readlink", "/proc/self/ns/net"], capture_output=True, text=True, timeout=30
+        )
+        assert entered.stdout.strip() == want, entered.stderr
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+        netns.remove(pinned)

@@ -141,3 +141,11 @@ def test_kubeadm_flags_env_and_root_dir_from_cli(tmp_path):
     ]
     assert parse_kubeadm_flags_env('KUBELET_KUBEADM_ARGS=""\n') == []
     assert parse_kubeadm_flags_env("# nothing\n") == []
+
+
+def test_the_cni_network_is_off_unless_a_conf_dir_is_given():
+    plain = resolve_settings(_opts(), Layout())
+    assert plain.cni_conf_dir == "" and plain.cni_bin_dir == "/usr/lib/cni:/opt/cni/bin"
+    assert plain.cni_cache_dir == "/var/lib/cni"
+    cni = resolve_settings(_opts(cni_conf_dir="/etc/cni/net.d", cni_bin_dir="/opt/cni/bin"), Layout())
+    assert (cni.cni_conf_dir, cni.cni_bin_dir) == ("/etc/cni/net.d", "/opt/cni/bin")

@@ -48,3 +48,11 @@ def test_replicas_of_one_controller_share_their_ports_and_the_port_stays_held_un
     assert "coredns-a" in (ports.claim(other, [("UDP", 53)]) or "")  # a still runs
     ports.release_pod("uid-a")
     assert ports.claim(other, [("UDP", 53)]) is None
+
+
+def test_a_pod_with_its_own_network_holds_only_its_host_ports() -> None:
+    from pykubeadm.kubelet.ports import container_ports
+
+    ct = {"ports": [{"containerPort": 80}, {"containerPort": 8443, "hostPort": 443}]}
+    assert container_ports(ct) == [("TCP", 80), ("TCP", 443)]
+    assert container_ports(ct, host_only=True) == [("TCP", 443)]

@@ -63,7 +63,7 @@ def test_sandboxed_argv_rejects_relative_mount_paths(tmp_path: Path) -> None:
 def test_enter_argv_targets_the_container_namespaces() -> None:
     argv = sandbox.enter_argv(os.getpid())
     assert Path(argv[0]).name == "nsenter"
-    assert argv[1:] == [f"--target={os.getpid()}", "--mount", "--uts", "--pid", "--root", "--wd", "--"]
+    assert argv[1:] == [f"--target={os.getpid()}", "--mount", "--uts", "--net", "--pid", "--root", "--wd", "--"]
 
 
 def test_binary_name_follows_the_source() -> None:
@@ -111,3 +111,8 @@ def test_only_add_on_components_go_to_the_zygote_of_a_kubelet_it_forked(
     assert _forking_zygote({}, ["/bin/sh", "-c", "sleep 1"]) is None
     argv = sandbox.sandboxed_argv(proxy, [], layout=Layout(tmp_path), zygote=tmp_path / "z.sock")
     assert argv[1:3] == ["-z", str(tmp_path / "z.sock")] and argv[3:] == ["--", *proxy]
+
+
+def test_a_pod_network_namespace_is_joined_with_n(tmp_path: Path) -> None:
+    argv = sandbox.sandboxed_argv(["true"], [], netns=tmp_path / "netns", layout=Layout(tmp_path))
+    assert argv[1:] == ["-n", str(tmp_path / "netns"), "--", "true"]

@@ -1,7 +1,10 @@
 /*
  * pod-sandbox: start one container process in its own mount, PID and UTS namespaces (the built-in runtime's runc).
  *
- *   pod-sandbox [-p] [-h HOSTNAME] [-w WORKDIR] [-z SOCKET] [-b SRC DST]... [-r SRC DST]... -- PROGRAM [ARG]...
+ *   pod-sandbox [-p] [-h HOSTNAME] [-w WORKDIR] [-z SOCKET] [-n NETNS] [-b SRC DST]... [-r SRC DST]... -- PROGRAM [ARG]...
+ *
+ * With -n the launcher first joins the network namespace pinned at NETNS (the Pod's, made and attached through CNI by
+ * the kubelet), so the program and everything entering the launcher's namespaces use the Pod's network.
  *
  * The launcher unshares mount+PID+UTS, makes every mount private (nothing propagates to the host), bind-mounts each
  * SRC at DST in the order given (-r: read-only), sets the hostname, and forks the program as PID 1 of the new PID
@@ -394,15 +397,23 @@ static int zygote_line(int fd, char *line, size_t max) {
     return 0;
 }
 
+/* -n: join the Pod's network namespace (a bind-mounted nsfs file). */
+static void join_netns(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail("open network namespace", path);
+    if (setns(fd, CLONE_NEWNET) < 0) fail("join network namespace", path);
+    close(fd);
+}
+
 static void usage(void) {
-    fprintf(stderr, "usage: pod-sandbox [-p] [-h HOSTNAME] [-w WORKDIR] [-z SOCKET] [-b|-r SRC DST]... -- PROGRAM [ARG]...\n");
+    fprintf(stderr, "usage: pod-sandbox [-p] [-h HOSTNAME] [-w WORKDIR] [-z SOCKET] [-n NETNS] [-b|-r SRC DST]... -- PROGRAM [ARG]...\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     static struct bind binds[MAX_MOUNTS];
     int nbinds = 0, i = 1, private_root = 0;
-    const char *hostname = NULL, *workdir = NULL, *zygote = NULL;
+    const char *hostname = NULL, *workdir = NULL, *zygote = NULL, *netns = NULL;
     for (; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) {
             i++;
@@ -415,6 +426,8 @@ int main(int argc, char **argv) {
             workdir = argv[++i];
         } else if (strcmp(argv[i], "-z") == 0 && i + 1 < argc) {
             zygote = argv[++i];
+        } else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
+            netns = argv[++i];
         } else if ((strcmp(argv[i], "-b") == 0 || strcmp(argv[i], "-r") == 0) && i + 2 < argc && nbinds < MAX_MOUNTS) {
             binds[nbinds].ro = argv[i][1] == 'r';
             binds[nbinds].src = argv[i + 1];
@@ -428,6 +441,7 @@ int main(int argc, char **argv) {
     }
     if (i >= argc) usage();
     char **prog = argv + i;
+    if (netns) join_netns(netns);
     int zfd = zygote ? zygote_connect(zygote) : -1; /* before the mounts change what the path resolves to */
     if (zfd >= 0 && zygote_request(zfd, prog, workdir ? workdir : "/") < 0) {
         close(zfd);
