@@ -67,6 +67,10 @@ class ServerOptions:
     #: Where the one-JSON-line-per-request audit log goes: "-" = stdout, a file, or "" = off (the default, as
     #: kube-apiserver's: kubeadm's manifests enable no audit log).
     audit_log_path: str = ""
+    #: --encryption-provider-config, validated at start (an EncryptionConfig), and its file (for automatic reload).
+    encryption_config: Any = None
+    encryption_provider_config: Path | None = None
+    encryption_provider_config_automatic_reload: bool = False
     shutdown_delay_seconds: float = 0.0
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
@@ -124,6 +128,8 @@ _FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("requestheader-extra-headers-prefix", {}),
     ("token-auth-file", {}),
     ("audit-log-path", {}),
+    ("encryption-provider-config", {}),
+    ("encryption-provider-config-automatic-reload", {"type": click.BOOL, "is_flag": False, "flag_value": "true"}),
     ("shutdown-delay-duration", {}),
     ("max-requests-inflight", {"type": int}),
     ("max-mutating-requests-inflight", {"type": int}),
@@ -153,6 +159,22 @@ def _duration_seconds(flag: str, v: str) -> float:
             except ValueError:
                 break
     raise _err(f"invalid value {v!r} for flag --{flag}: want a duration such as 10s")
+
+
+def _encryption_options(o: ServerOptions, flags: dict[str, Any], lay: Layout) -> None:
+    from pykubeadm.apiserver.encryption import EncryptionConfigError, load_encryption_config
+
+    if flags.get("encryption_provider_config_automatic_reload") is not None:
+        o.encryption_provider_config_automatic_reload = bool(flags["encryption_provider_config_automatic_reload"])
+    if not flags.get("encryption_provider_config"):
+        if o.encryption_provider_config_automatic_reload:
+            raise _err("--encryption-provider-config-automatic-reload requires --encryption-provider-config")
+        return
+    o.encryption_provider_config = lay.host(flags["encryption_provider_config"])
+    try:
+        o.encryption_config = load_encryption_config(o.encryption_provider_config)
+    except EncryptionConfigError as e:
+        raise _err(f"invalid value for flag --encryption-provider-config: {e}") from None
 
 
 def options_from_flags(flags: dict[str, Any], root: Path) -> ServerOptions:
@@ -240,6 +262,7 @@ def options_from_flags(flags: dict[str, Any], root: Path) -> ServerOptions:
     if flags.get("audit_log_path") is not None:
         v = flags["audit_log_path"]
         o.audit_log_path = v if v in ("-", "") else str(lay.host(v))
+    _encryption_options(o, flags, lay)
     if flags.get("shutdown_delay_duration"):
         o.shutdown_delay_seconds = _duration_seconds("shutdown-delay-duration", flags["shutdown_delay_duration"])
     for name in ("max_requests_inflight", "max_mutating_requests_inflight"):

@@ -23,6 +23,7 @@ from pykubeadm.apiserver.clusterauthtrust import HOOK_NAME as CLUSTER_AUTH_HOOK
 from pykubeadm.apiserver.clusterauthtrust import ClusterAuthenticationTrustController, authentication_info_from_options
 from pykubeadm.apiserver.crd.controller import CRDController
 from pykubeadm.apiserver.discovery import group_versions, version_info
+from pykubeadm.apiserver.encryption.runtime import EncryptionRuntime
 from pykubeadm.apiserver.endpointreconciler import LeaseEndpointReconciler
 from pykubeadm.apiserver.handlers.podlog import KubeletClient
 from pykubeadm.apiserver.middleware import InflightLimits
@@ -34,7 +35,8 @@ from pykubeadm.apiserver.registry.service import IPAllocator, ServiceStrategy
 from pykubeadm.apiserver.state import ApiState
 from pykubeadm.apiserver.tokenrequest import TokenIssuer
 from pykubeadm.apiserver.wiring import wire_auth
-from pykubeadm.storage import open_store
+from pykubeadm.storage import Store, open_store
+from pykubeadm.storage.transformed import TransformedStore
 from pykubeadm.util import aio
 from pykubeadm.util.tlsclientauth import request_client_certificates
 
@@ -77,12 +79,20 @@ def _bind_host(options: ServerOptions) -> str:
 
 
 async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Event | None = None) -> None:
-    backend = await open_store(
+    backend: Store = await open_store(
         options.etcd_servers,
         ca_file=options.etcd_cafile,
         cert_file=options.etcd_certfile,
         key_file=options.etcd_keyfile,
     )
+    encryption = None
+    if options.encryption_config is not None and options.encryption_provider_config is not None:
+        encryption = EncryptionRuntime(
+            options.encryption_provider_config,
+            options.encryption_config,
+            ((s.key_prefix, s.group, s.plural) for s in STRATEGIES),
+        )
+        backend = TransformedStore(backend, encryption.resolve)
     state = ApiState(
         backend=backend, version_info=version_info(options.version), authenticator=_nobody, authorizer=_deny
     )
@@ -96,6 +106,8 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
     runner: web.AppRunner | None = None
     audit_file = None
     try:
+        if encryption is not None and options.encryption_provider_config_automatic_reload:
+            tasks.append(asyncio.create_task(encryption.watch_file(), name="encryption-config-reload"))
         await source.start()
 
         def services_in_use() -> set[str]:
