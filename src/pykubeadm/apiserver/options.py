@@ -67,6 +67,12 @@ class ServerOptions:
     #: Where the one-JSON-line-per-request audit log goes: "-" = stdout, a file, or "" = off (the default, as
     #: kube-apiserver's: kubeadm's manifests enable no audit log).
     audit_log_path: str = ""
+    #: --audit-policy-file, parsed (an audit Policy); None = nothing is audited, as kube-apiserver without a policy.
+    audit_policy: Any = None
+    audit_log_format: str = "json"
+    audit_log_maxage: int = 0
+    audit_log_maxbackup: int = 0
+    audit_log_maxsize: int = 0
     #: --encryption-provider-config, validated at start (an EncryptionConfig), and its file (for automatic reload).
     encryption_config: Any = None
     encryption_provider_config: Path | None = None
@@ -128,6 +134,13 @@ _FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("requestheader-extra-headers-prefix", {}),
     ("token-auth-file", {}),
     ("audit-log-path", {}),
+    ("audit-policy-file", {}),
+    ("audit-log-format", {}),
+    ("audit-log-maxage", {"type": int}),
+    ("audit-log-maxbackup", {"type": int}),
+    ("audit-log-maxsize", {"type": int}),
+    ("audit-log-mode", {}),
+    ("audit-webhook-config-file", {}),
     ("encryption-provider-config", {}),
     ("encryption-provider-config-automatic-reload", {"type": click.BOOL, "is_flag": False, "flag_value": "true"}),
     ("shutdown-delay-duration", {}),
@@ -159,6 +172,34 @@ def _duration_seconds(flag: str, v: str) -> float:
             except ValueError:
                 break
     raise _err(f"invalid value {v!r} for flag --{flag}: want a duration such as 10s")
+
+
+def _audit_options(o: ServerOptions, flags: dict[str, Any], lay: Layout) -> None:
+    from pykubeadm.apiserver.audit.policy import AuditPolicyError, load_policy
+
+    if flags.get("audit_webhook_config_file"):
+        raise _err(
+            "unsupported flag --audit-webhook-config-file: the audit webhook backend is not supported by this "
+            "kube-apiserver; use the log backend (--audit-log-path)"
+        )
+    fmt = flags.get("audit_log_format") or "json"
+    if fmt not in ("json", "legacy"):
+        raise _err(f'invalid value "{fmt}" for flag --audit-log-format: must be one of legacy, json')
+    o.audit_log_format = fmt
+    mode = flags.get("audit_log_mode") or "blocking"
+    if mode not in ("batch", "blocking", "blocking-strict"):
+        raise _err(f'invalid value "{mode}" for flag --audit-log-mode: must be one of batch, blocking, blocking-strict')
+    for name in ("audit_log_maxage", "audit_log_maxbackup", "audit_log_maxsize"):
+        v = flags.get(name)
+        if v is not None:
+            if v < 0:
+                raise _err(f"--{name.replace('_', '-')} {v} can't be a negative number")
+            setattr(o, name, v)
+    if flags.get("audit_policy_file"):
+        try:
+            o.audit_policy = load_policy(lay.host(flags["audit_policy_file"]))
+        except AuditPolicyError as e:
+            raise _err(f"invalid value for flag --audit-policy-file: {e}") from None
 
 
 def _encryption_options(o: ServerOptions, flags: dict[str, Any], lay: Layout) -> None:
@@ -263,6 +304,7 @@ def options_from_flags(flags: dict[str, Any], root: Path) -> ServerOptions:
         v = flags["audit_log_path"]
         o.audit_log_path = v if v in ("-", "") else str(lay.host(v))
     _encryption_options(o, flags, lay)
+    _audit_options(o, flags, lay)
     if flags.get("shutdown_delay_duration"):
         o.shutdown_delay_seconds = _duration_seconds("shutdown-delay-duration", flags["shutdown_delay_duration"])
     for name in ("max_requests_inflight", "max_mutating_requests_inflight"):

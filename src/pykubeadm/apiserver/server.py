@@ -17,6 +17,7 @@ from aiohttp import web
 from pykubeadm import constants as c
 from pykubeadm.apiserver.aggregator import Aggregator, ProxyTransport
 from pykubeadm.apiserver.app import build_app
+from pykubeadm.apiserver.audit.logbackend import LogBackend
 from pykubeadm.apiserver.authz.attributes import Attributes, Decision
 from pykubeadm.apiserver.bootstrap import ensure_builtin_objects, namespace_controller, reconcile_rbac_policy
 from pykubeadm.apiserver.clusterauthtrust import HOOK_NAME as CLUSTER_AUTH_HOOK
@@ -27,7 +28,7 @@ from pykubeadm.apiserver.encryption.runtime import EncryptionRuntime
 from pykubeadm.apiserver.endpointreconciler import LeaseEndpointReconciler
 from pykubeadm.apiserver.handlers.podlog import KubeletClient
 from pykubeadm.apiserver.middleware import InflightLimits
-from pykubeadm.apiserver.middleware.audit import line_writer
+from pykubeadm.apiserver.middleware.audit import Auditor
 from pykubeadm.apiserver.objectsource import StoreObjectSource
 from pykubeadm.apiserver.options import ServerOptions
 from pykubeadm.apiserver.registry import STRATEGIES
@@ -104,7 +105,7 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
             s.allocator = allocator
     tasks: list[asyncio.Task[None]] = []
     runner: web.AppRunner | None = None
-    audit_file = None
+    audit_backend: LogBackend | None = None
     try:
         if encryption is not None and options.encryption_provider_config_automatic_reload:
             tasks.append(asyncio.create_task(encryption.watch_file(), name="encryption-config-reload"))
@@ -162,15 +163,18 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
             "livez": dict(live),
             "readyz": {**live, "informer-sync": informers, "shutdown": shutdown},
         }
-        sink = None
-        if options.audit_log_path:
-            if options.audit_log_path == "-":
-                sink = line_writer(sys.stdout)
-            else:
-                audit_file = open(options.audit_log_path, "a", buffering=1)  # noqa: SIM115 - closed in finally
-                sink = line_writer(audit_file)
+        auditor = None
+        if options.audit_log_path and options.audit_policy is not None:
+            audit_backend = LogBackend(
+                options.audit_log_path,
+                options.audit_log_format,
+                options.audit_log_maxsize,
+                options.audit_log_maxbackup,
+                options.audit_log_maxage,
+            )
+            auditor = Auditor(options.audit_policy, audit_backend)
         limits = InflightLimits(options.max_requests_inflight, options.max_mutating_requests_inflight)
-        app = build_app(state, sink, limits)
+        app = build_app(state, auditor, limits)
         # Request bodies are read as sent: kube-apiserver never decompresses them (Content-Encoding is ignored).
         runner = web.AppRunner(
             app,
@@ -209,8 +213,8 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
                 await t
         await source.stop()
         await backend.close()
-        if audit_file is not None:
-            audit_file.close()
+        if audit_backend is not None:
+            audit_backend.close()
 
 
 def run(options: ServerOptions) -> None:
