@@ -21,6 +21,7 @@ from pykubeadm.apiserver.middleware import (
     request_info_middleware,
 )
 from pykubeadm.apiserver.middleware.audit import Auditor, audit_response_started
+from pykubeadm.apiserver.middleware.timeout import request_timeout_middleware
 from pykubeadm.apiserver.state import STATE, ApiState
 
 __all__ = ["build_app"]
@@ -32,6 +33,7 @@ def build_app(
     state: ApiState,
     audit_sink: Auditor | Callable[[dict[str, Any]], None] | None = None,
     limits: InflightLimits | None = None,
+    request_timeout: float | None = None,
 ) -> web.Application:
     """`audit_sink`: an Auditor (policy + backend), or a plain sink that gets every request at Metadata level."""
     auditor = Auditor.of(audit_sink)
@@ -45,6 +47,7 @@ def build_app(
             impersonation_middleware(),
             audit_middleware(auditor),
             authorization_middleware(),
+            *([request_timeout_middleware(request_timeout)] if request_timeout else []),
         ],
         client_max_size=CLIENT_MAX_SIZE,
     )

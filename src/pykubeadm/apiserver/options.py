@@ -78,6 +78,13 @@ class ServerOptions:
     encryption_provider_config: Path | None = None
     encryption_provider_config_automatic_reload: bool = False
     shutdown_delay_seconds: float = 0.0
+    #: --tls-min-version (Go name) and --tls-cipher-suites (Go names), checked at start.
+    tls_min_version: str = ""
+    tls_cipher_suites: list[str] = field(default_factory=list)
+    profiling: bool = True
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    request_timeout_seconds: float = 60.0
+    event_ttl_seconds: float = 3600.0
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
     version: str = c.KUBERNETES_VERSION
@@ -144,6 +151,13 @@ _FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("encryption-provider-config", {}),
     ("encryption-provider-config-automatic-reload", {"type": click.BOOL, "is_flag": False, "flag_value": "true"}),
     ("shutdown-delay-duration", {}),
+    ("tls-min-version", {}),
+    ("tls-cipher-suites", {}),
+    ("profiling", {"type": click.BOOL, "is_flag": False, "flag_value": "true"}),
+    ("feature-gates", {"multiple": True}),
+    ("request-timeout", {}),
+    ("event-ttl", {}),
+    ("service-account-lookup", {"type": click.BOOL, "is_flag": False, "flag_value": "true"}),
     ("max-requests-inflight", {"type": int}),
     ("max-mutating-requests-inflight", {"type": int}),
     ("default-not-ready-toleration-seconds", {"type": int}),
@@ -172,6 +186,42 @@ def _duration_seconds(flag: str, v: str) -> float:
             except ValueError:
                 break
     raise _err(f"invalid value {v!r} for flag --{flag}: want a duration such as 10s")
+
+
+def _serving_options(o: ServerOptions, flags: dict[str, Any]) -> None:
+    from pykubeadm.featuregates import FeatureGateError, parse_feature_gates
+    from pykubeadm.util.goduration import parse_duration
+    from pykubeadm.util.gotls import openssl_ciphers, tls_version
+
+    if flags.get("tls_min_version"):
+        try:
+            tls_version(flags["tls_min_version"])
+        except ValueError as e:
+            raise _err(f"invalid value for flag --tls-min-version: {e}") from None
+        o.tls_min_version = flags["tls_min_version"]
+    if flags.get("tls_cipher_suites"):
+        suites = _list(flags["tls_cipher_suites"])
+        try:
+            openssl_ciphers(suites)
+        except ValueError as e:
+            raise _err(f"invalid value for flag --tls-cipher-suites: {e}") from None
+        o.tls_cipher_suites = suites
+    if flags.get("profiling") is not None:
+        o.profiling = bool(flags["profiling"])
+    for value in flags.get("feature_gates") or ():
+        try:
+            o.feature_gates.update(parse_feature_gates(value))
+        except FeatureGateError as e:
+            raise _err(f'invalid argument "{value}" for "--feature-gates" flag: {e}') from None
+    for flag, attr in (("request_timeout", "request_timeout_seconds"), ("event_ttl", "event_ttl_seconds")):
+        if flags.get(flag):
+            try:
+                seconds = parse_duration(flags[flag]).total_seconds()
+            except ValueError as e:
+                raise _err(f'invalid argument "{flags[flag]}" for "--{flag.replace("_", "-")}" flag: {e}') from None
+            if seconds <= 0 and flag == "request_timeout":
+                raise _err("--request-timeout: Invalid value: must be greater than 0")
+            setattr(o, attr, seconds)
 
 
 def _audit_options(o: ServerOptions, flags: dict[str, Any], lay: Layout) -> None:
@@ -305,6 +355,7 @@ def options_from_flags(flags: dict[str, Any], root: Path) -> ServerOptions:
         o.audit_log_path = v if v in ("-", "") else str(lay.host(v))
     _encryption_options(o, flags, lay)
     _audit_options(o, flags, lay)
+    _serving_options(o, flags)
     if flags.get("shutdown_delay_duration"):
         o.shutdown_delay_seconds = _duration_seconds("shutdown-delay-duration", flags["shutdown_delay_duration"])
     for name in ("max_requests_inflight", "max_mutating_requests_inflight"):

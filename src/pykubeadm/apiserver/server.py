@@ -26,6 +26,7 @@ from pykubeadm.apiserver.crd.controller import CRDController
 from pykubeadm.apiserver.discovery import group_versions, version_info
 from pykubeadm.apiserver.encryption.runtime import EncryptionRuntime
 from pykubeadm.apiserver.endpointreconciler import LeaseEndpointReconciler
+from pykubeadm.apiserver.eventttl import event_ttl_sweeper
 from pykubeadm.apiserver.handlers.podlog import KubeletClient
 from pykubeadm.apiserver.middleware import InflightLimits
 from pykubeadm.apiserver.middleware.audit import Auditor
@@ -39,6 +40,7 @@ from pykubeadm.apiserver.wiring import wire_auth
 from pykubeadm.storage import Store, open_store
 from pykubeadm.storage.transformed import TransformedStore
 from pykubeadm.util import aio
+from pykubeadm.util.gotls import apply_tls_options
 from pykubeadm.util.tlsclientauth import request_client_certificates
 
 __all__ = ["build_ssl_context", "run", "serve"]
@@ -50,7 +52,8 @@ def build_ssl_context(options: ServerOptions) -> ssl.SSLContext | None:
     if options.tls_cert_file is None:
         return None
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2  # kube's default; --tls-min-version may lower or raise it
+    apply_tls_options(ctx, options.tls_min_version, options.tls_cipher_suites)
     ctx.load_cert_chain(str(options.tls_cert_file), str(options.tls_private_key_file))
     if options.client_ca_file is not None or options.requestheader_client_ca_file is not None:
         # Like kube-apiserver (tls.RequestClientCert): any certificate passes the handshake and the x509 and
@@ -97,6 +100,10 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
     state = ApiState(
         backend=backend, version_info=version_info(options.version), authenticator=_nobody, authorizer=_deny
     )
+    state.profiling = options.profiling
+    if options.feature_gates:  # accepted; the v1.33 default behaviour is what we implement
+        gates = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(options.feature_gates.items()))
+        print(f"feature gates: {gates}", file=sys.stderr, flush=True)
     state.kubelet_client = KubeletClient(options.kubelet_client_certificate, options.kubelet_client_key)
     source = StoreObjectSource(state.by_resource)
     allocator = IPAllocator(options.service_cluster_ip_range, in_use=lambda: set())
@@ -124,6 +131,7 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
         await ensure_builtin_objects(state, options.advertise_address, options.secure_port, allocator.first())
         await reconcile_rbac_policy(state)
         tasks.append(asyncio.create_task(namespace_controller(state), name="namespace-controller"))
+        tasks.append(asyncio.create_task(event_ttl_sweeper(state, options.event_ttl_seconds), name="event-ttl"))
         trust = ClusterAuthenticationTrustController(state, lambda: authentication_info_from_options(options))
         tasks.append(asyncio.create_task(trust.run(), name="cluster-authentication-trust-controller"))
         state.crds = CRDController(state)
@@ -174,7 +182,7 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
             )
             auditor = Auditor(options.audit_policy, audit_backend)
         limits = InflightLimits(options.max_requests_inflight, options.max_mutating_requests_inflight)
-        app = build_app(state, auditor, limits)
+        app = build_app(state, auditor, limits, options.request_timeout_seconds)
         # Request bodies are read as sent: kube-apiserver never decompresses them (Content-Encoding is ignored).
         runner = web.AppRunner(
             app,

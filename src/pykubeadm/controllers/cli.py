@@ -37,6 +37,7 @@ from pykubeadm.controllers.nodeipam import parse_cluster_cidrs
 from pykubeadm.controllers.runtime import ControllerContext, ControllerStartError
 from pykubeadm.controllers.serving import HealthServer
 from pykubeadm.errors import KubeconfigError
+from pykubeadm.featuregates import click_feature_gates
 from pykubeadm.util.leaderelection import LeaderElector
 
 __all__ = ["KCMOptions", "command", "run_kcm", "validate"]
@@ -202,7 +203,7 @@ async def run_kcm(opts: KCMOptions) -> int:
 @click.option("--terminated-pod-gc-threshold", type=int, default=12500, show_default=True)
 @click.option("--max-endpoints-per-slice", type=click.IntRange(1, 1000), default=100, show_default=True)
 @bool_flag("--profiling", True, "Accepted for compatibility.")
-@click.option("--feature-gates", default="", help="Accepted for compatibility.")
+@click.option("--feature-gates", default="", callback=click_feature_gates, help="Known v1.33 gates are accepted.")
 @click.option("--flex-volume-plugin-dir", default="", help="Accepted for compatibility.")
 @click.option("-v", "--v", "verbosity", type=int, default=0)
 @click.pass_context

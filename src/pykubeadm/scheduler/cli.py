@@ -35,6 +35,7 @@ from pykubeadm.controllers.flags import bool_flag, path_or_none, reject_unknown_
 from pykubeadm.controllers.runtime import ControllerContext, run_with_informers
 from pykubeadm.controllers.serving import HealthServer
 from pykubeadm.errors import KubeconfigError
+from pykubeadm.featuregates import click_feature_gates
 from pykubeadm.scheduler.metrics import SchedulerMetrics
 from pykubeadm.scheduler.scheduler import SchedulerController
 from pykubeadm.util.leaderelection import LeaderElector
@@ -118,7 +119,7 @@ async def run_scheduler(opts: SchedulerOptions) -> int:
 @click.option("--client-ca-file", default="")
 @click.option("--requestheader-client-ca-file", default="")
 @bool_flag("--profiling", True, "Accepted for compatibility.")
-@click.option("--feature-gates", default="")
+@click.option("--feature-gates", default="", callback=click_feature_gates)
 @click.option("-v", "--v", "verbosity", type=int, default=0)
 @click.pass_context
 def command(ctx: click.Context, **flags: Any) -> None:

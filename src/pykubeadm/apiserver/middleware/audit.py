@@ -27,6 +27,7 @@ from pykubeadm.apiserver.audit.policy import Decision, Policy, RequestAttrs, cat
 from pykubeadm.apiserver.flowcontrol import audit_id
 from pykubeadm.apiserver.handlers.codec import RAW_BODY_KEY, decode_protobuf_body, media_type
 from pykubeadm.apiserver.handlers.context import IMPERSONATOR_KEY, INFO_KEY, USER_KEY
+from pykubeadm.apiserver.middleware.maxinflight import is_long_running
 
 __all__ = [
     "AUTHZ_DECISION_KEY",
@@ -42,7 +43,6 @@ Sink = Callable[[dict[str, Any]], None]
 
 #: (decision, reason) of the authorization filter: "allow" or "forbid" and the authorizer's reason.
 AUTHZ_DECISION_KEY = web.RequestKey("authz_decision", tuple)
-_LONG_RUNNING_SUBS = frozenset({"exec", "attach", "portforward", "log", "proxy"})
 _BODY_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
@@ -203,7 +203,7 @@ def _annotations(request: web.Request) -> dict[str, str] | None:
 
 def _long_running(request: web.Request) -> bool:
     info = request.get(INFO_KEY)
-    return info is not None and (info.verb == "watch" or (info.is_resource and info.subresource in _LONG_RUNNING_SUBS))
+    return info is not None and is_long_running(info)
 
 
 async def audit_response_started(request: web.Request, response: web.StreamResponse) -> None:
