@@ -5,6 +5,7 @@ new file started; beyond maxbackup old files (0 = keep all) or older than maxage
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import os
 import sys
@@ -51,6 +52,8 @@ class LogBackend:
         self.max_backups = max_backups
         self.max_age_days = max_age_days
         self._out: BinaryIO | None = None
+        self._pending: list[bytes] = []
+        self._flush_scheduled = False
         self._size = 0
         self._own = path != "-"
         if not self._own:
@@ -96,16 +99,39 @@ class LogBackend:
             b.unlink(missing_ok=True)
 
     def __call__(self, event: dict[str, Any]) -> None:
-        line = self._encode(event)
-        assert self._out is not None
-        if self._own and self.max_bytes and self._size and self._size + len(line) > self.max_bytes:
-            self._rotate()
-        self._out.write(line)
+        """Queue the event's line; the lines queued during one turn of the event loop go out in one write at its
+        end (outside a loop: at once). Writing never waits for the disk to sync, as kube's blocking log backend."""
+        self._pending.append(self._encode(event))
+        if self._flush_scheduled:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        self._flush_scheduled = True
+        loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._flush_scheduled = False
+        lines, self._pending = self._pending, []
+        if not lines or self._out is None:
+            return
+        if self._own and self.max_bytes:
+            for line in lines:  # rotation is decided line by line
+                if self._size and self._size + len(line) > self.max_bytes:
+                    self._rotate()
+                self._out.write(line)
+                self._size += len(line)
+            return
+        data = b"".join(lines)
+        self._out.write(data)
+        self._size += len(data)
         if not self._own:
             self._out.flush()
-        self._size += len(line)
 
     def close(self) -> None:
+        self.flush()
         if self._own and self._out is not None:
             self._out.close()
             self._out = None

@@ -46,8 +46,15 @@ AUTHZ_DECISION_KEY = web.RequestKey("authz_decision", tuple)
 _BODY_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
+_second: list[Any] = [None, ""]  # the last whole second formatted, and its text
+
+
 def _micro(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """MicroTime text (`2006-01-02T15:04:05.000000Z`); the seconds part is formatted once per second."""
+    sec = int(t)
+    if _second[0] != sec:
+        _second[0], _second[1] = sec, datetime.fromtimestamp(sec, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{_second[1]}.{int((t - sec) * 1_000_000):06d}Z"
 
 
 @dataclass

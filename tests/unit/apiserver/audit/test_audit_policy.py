@@ -144,3 +144,26 @@ def test_log_rotates_at_maxsize_and_keeps_maxbackup_files(tmp_path: Path) -> Non
     assert path.stat().st_size <= 1024 * 1024 and oct(path.stat().st_mode)[-3:] == "600"
     last = path.read_text().splitlines()[-1]
     assert json.loads(last)["auditID"] == str((per_file + 1) * 4 - 1)
+
+
+def test_micro_time_format() -> None:
+    from pykubeadm.apiserver.middleware.audit import _micro
+
+    assert _micro(0.5) == "1970-01-01T00:00:00.500000Z"
+    assert _micro(1767225600.000123) == "2026-01-01T00:00:00.000123Z"
+    assert _micro(1767225601.25) == "2026-01-01T00:00:01.250000Z"
+
+
+async def test_lines_of_one_loop_turn_are_written_together(tmp_path: Path) -> None:
+    import asyncio
+
+    path = tmp_path / "audit.log"
+    backend = LogBackend(str(path))
+    backend({**EVENT, "auditID": "1"})
+    backend({**EVENT, "auditID": "2"})
+    assert path.read_text() == ""  # queued until the loop turns
+    await asyncio.sleep(0)
+    assert [json.loads(x)["auditID"] for x in path.read_text().splitlines()] == ["1", "2"]
+    backend({**EVENT, "auditID": "3"})
+    backend.close()
+    assert len(path.read_text().splitlines()) == 3
