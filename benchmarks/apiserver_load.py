@@ -406,6 +406,22 @@ def ssa_phase(args: argparse.Namespace) -> dict[str, Any]:
     return {"objects": n, "first_apply_s": timings[0], "reapply_s": timings[1], "target_s": 5, "met": timings[0] <= 5}
 
 
+def _seed(api: ApiServer, kind: str, objects: int) -> dict[str, str]:
+    """The bench namespace with `objects` ConfigMaps (cm-N) or Secrets (s-N); returns the admin's TLS files."""
+    from kubernetes import client
+
+    c = api.python_client()
+    v1 = client.CoreV1Api(c)
+    v1.create_namespace({"metadata": {"name": NS}})
+    for i in range(objects):
+        if kind == "Secret":
+            v1.create_namespaced_secret(NS, {"metadata": {"name": f"s-{i}"}, "string_data": {"n": "0"}})
+        else:
+            v1.create_namespaced_config_map(NS, {"metadata": {"name": f"cm-{i}"}, "data": {"n": "0"}})
+    c.close()
+    return {"ca": str(api.pki.ca_cert), "cert": str(api.pki.admin_cert), "key": str(api.pki.admin_key)}
+
+
 def run_engine(engine: str, args: argparse.Namespace) -> dict[str, Any]:
     """One engine: the apiserver on it under load, then the raw store through the Store interface."""
     with tempfile.TemporaryDirectory() as d, contextlib.ExitStack() as stack:
@@ -417,15 +433,7 @@ def run_engine(engine: str, args: argparse.Namespace) -> dict[str, Any]:
         api = ApiServer(Path(d), storage=storage, audit_log=False)
         api.start()
         try:
-            c = api.python_client()
-            from kubernetes import client
-
-            v1 = client.CoreV1Api(c)
-            v1.create_namespace({"metadata": {"name": NS}})
-            for i in range(args.objects):
-                v1.create_namespaced_config_map(NS, {"metadata": {"name": f"cm-{i}"}, "data": {"n": "0"}})
-            c.close()
-            pki = {"ca": str(api.pki.ca_cert), "cert": str(api.pki.admin_cert), "key": str(api.pki.admin_key)}
+            pki = _seed(api, "ConfigMap", args.objects)
             results = _run_load(api.url, pki, args)
         finally:
             api.stop()
@@ -465,18 +473,7 @@ def _measured_server(d: Path, flags: list[str], kind: str, args: argparse.Namesp
     api = ApiServer(d, audit_log=False, extra_flags=flags)
     api.start()
     try:
-        c = api.python_client()
-        from kubernetes import client
-
-        v1 = client.CoreV1Api(c)
-        v1.create_namespace({"metadata": {"name": NS}})
-        for i in range(args.objects):
-            if kind == "Secret":
-                v1.create_namespaced_secret(NS, {"metadata": {"name": f"s-{i}"}, "string_data": {"n": "0"}})
-            else:
-                v1.create_namespaced_config_map(NS, {"metadata": {"name": f"cm-{i}"}, "data": {"n": "0"}})
-        c.close()
-        pki = {"ca": str(api.pki.ca_cert), "cert": str(api.pki.admin_cert), "key": str(api.pki.admin_key)}
+        pki = _seed(api, kind, args.objects)
         assert api.proc is not None
         out: dict[str, Any] = {}
         for op in ops:

@@ -63,6 +63,7 @@ def test_policy_levels_stages_audit_id_and_no_secret_data(tmp_path: Path) -> Non
         ids = re.findall(r"Audit-Id:\s*([0-9a-f-]{36})", got.stderr, re.IGNORECASE)
         assert ids, got.stderr[-2000:]
         api.kubectl("get", "configmap", "c1", "-o", "json")
+        api.kubectl("get", "configmaps", "--as=bob", "--as-group=devs", check=False)
         alice = api.kubeconfig_for("alice")
         denied = api.kubectl("get", "configmaps", kubeconfig=alice, check=False)
         assert denied.returncode != 0 and "forbidden" in denied.stderr.lower()
@@ -115,6 +116,10 @@ def test_policy_levels_stages_audit_id_and_no_secret_data(tmp_path: Path) -> Non
     assert "managedFields" not in create[1]["responseObject"]["metadata"]
     get = [e for e in cms if e["verb"] == "get" and e["stage"] == "ResponseComplete"]
     assert get and get[0]["responseObject"]["data"] == {"k": "v1"} and "requestObject" not in get[0]
+    impersonated = [e for e in cms if e.get("impersonatedUser") and e["stage"] == "ResponseComplete"]
+    assert impersonated and impersonated[0]["user"]["username"] == "kubernetes-admin"
+    assert impersonated[0]["impersonatedUser"]["username"] == "bob"
+    assert "devs" in impersonated[0]["impersonatedUser"]["groups"]
     forbidden = [e for e in cms if e["user"].get("username") == "alice" and e["stage"] == "ResponseComplete"]
     assert forbidden and forbidden[0]["responseStatus"]["code"] == 403
     assert forbidden[0]["responseStatus"]["reason"] == "Forbidden"

@@ -24,6 +24,7 @@ from aiohttp.typedefs import Handler, Middleware
 
 from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.audit.policy import Decision, Policy, RequestAttrs, catch_all_policy
+from pykubeadm.apiserver.authn.reviews import user_info_dict
 from pykubeadm.apiserver.flowcontrol import audit_id
 from pykubeadm.apiserver.handlers.codec import RAW_BODY_KEY, decode_protobuf_body, media_type
 from pykubeadm.apiserver.handlers.context import IMPERSONATOR_KEY, INFO_KEY, USER_KEY
@@ -89,16 +90,7 @@ _CTX_KEY = web.RequestKey("audit_ctx", _Ctx)
 
 
 def _user(user: Any) -> dict[str, Any]:
-    if user is None:
-        return {}
-    out: dict[str, Any] = {"username": user.name}
-    if user.uid:
-        out["uid"] = user.uid
-    if user.groups:
-        out["groups"] = list(user.groups)
-    if user.extra:
-        out["extra"] = {k: list(v) for k, v in user.extra.items()}
-    return out
+    return {} if user is None else user_info_dict(user)
 
 
 def _attrs(request: web.Request) -> RequestAttrs:
