@@ -1,6 +1,6 @@
 """The documented hardening recipe as a new user follows it: a kubeadm ClusterConfiguration whose apiServer.extraArgs
 set encryption at rest, an audit policy and log, TLS settings, --profiling=false and feature gates; `pykubeadm init
-phase certs/kubeconfig/control-plane` write the PKI, admin.conf and kube-apiserver.yaml under a node root, and the
+phase certs/kubeconfig/control-plane` write the PKI, super-admin.conf and kube-apiserver.yaml under a node root, and the
 static Pod's own command starts our kube-apiserver (only --etcd-servers swapped for a SQLite file under the root).
 The real kubectl then works through super-admin.conf, the datastore holds ciphertext and the audit log has the events."""
 

@@ -136,6 +136,11 @@ def test_authentication_config_with_several_issuers(tmp_path: Path) -> None:
         ([_jwt(claimMappings={"username": {"expression": "claims.sub"}})], "jwt[0].claimMappings.username.expression"),
         ([_jwt(claimMappings={"username": {"claim": "sub"}})], "jwt[0].claimMappings.username.prefix: Required value"),
         ([_jwt(), _jwt()], f'jwt[1].issuer.url: Duplicate value: "{ISSUER}"'),
+        (
+            [_jwt(issuer={"url": ISSUER, "audiences": ["k"], "egressSelectorType": "cluster"})],
+            'jwt[0].issuer: unknown field "egressSelectorType"',
+        ),
+        ([_jwt(claimMapping={})], 'jwt[0]: unknown field "claimMapping"'),
         ([_jwt("http://plain")], 'jwt[0].issuer.url: Invalid value: "http://plain": URL scheme must be https'),
         (
             [
@@ -154,6 +159,15 @@ def test_bad_authentication_configs_name_the_field(tmp_path: Path, jwts: list, m
     assert message in str(e.value)
     if "expression" in message:
         assert "CEL expressions are not supported yet" in str(e.value)
+
+
+def test_anonymous_section_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "authn.yaml"
+    path.write_text(
+        "apiVersion: apiserver.config.k8s.io/v1beta1\nkind: AuthenticationConfiguration\nanonymous:\n  enabled: false\n"
+    )
+    with pytest.raises(JWTConfigError, match="anonymous: Invalid value: anonymous authentication is configured with"):
+        issuers_from_authentication_config(path)
 
 
 def test_authentication_config_and_oidc_flags_are_exclusive(tmp_path: Path) -> None:

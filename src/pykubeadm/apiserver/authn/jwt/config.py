@@ -32,6 +32,8 @@ DEFAULT_SIGNING_ALGS = ("RS256",)
 SUPPORTED_SIGNING_ALGS = ("RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512")
 _API_VERSIONS = ("apiserver.config.k8s.io/v1beta1", "apiserver.config.k8s.io/v1alpha1", "apiserver.config.k8s.io/v1")
 _NO_CEL = "CEL expressions are not supported yet by this kube-apiserver; use claim"
+_JWT_FIELDS = frozenset({"issuer", "claimValidationRules", "claimMappings", "userValidationRules"})
+_ISSUER_FIELDS = frozenset({"url", "discoveryURL", "certificateAuthority", "audiences", "audienceMatchPolicy"})
 
 
 class JWTConfigError(Exception):
@@ -140,6 +142,10 @@ def _claim_mapping(path: str, m: Any, required: bool) -> tuple[str, str | None]:
 def _jwt(path: str, j: Any, seen: set[str]) -> JWTIssuer:
     if not isinstance(j, dict):
         raise JWTConfigError(f"{path}: Invalid value: want an object")
+    for where, allowed, obj in (("", _JWT_FIELDS, j), (".issuer", _ISSUER_FIELDS, j.get("issuer") or {})):
+        extra = sorted(set(obj) - allowed) if isinstance(obj, dict) else []
+        if extra:
+            raise JWTConfigError(f'{path}{where}: unknown field "{extra[0]}"')
     issuer = j.get("issuer") or {}
     url = issuer.get("url") or ""
     if not url:
@@ -230,6 +236,14 @@ def issuers_from_authentication_config(path: Path, oidc_flags: Sequence[str] = (
         raise JWTConfigError(
             f"--authentication-config: {path}: want kind AuthenticationConfiguration, apiVersion "
             "apiserver.config.k8s.io/v1beta1"
+        )
+    unknown = sorted(set(doc) - {"apiVersion", "kind", "jwt", "anonymous"})
+    if unknown:
+        raise JWTConfigError(f'--authentication-config: {path}: unknown field "{unknown[0]}"')
+    if doc.get("anonymous") is not None:
+        raise JWTConfigError(
+            f"--authentication-config: {path}: anonymous: Invalid value: anonymous authentication is configured with "
+            "--anonymous-auth in this kube-apiserver, not in the AuthenticationConfiguration"
         )
     seen: set[str] = set()
     try:
