@@ -535,7 +535,19 @@ def audit_phase(args: argparse.Namespace) -> dict[str, Any]:
                 flags = [f"--audit-policy-file={policy}", f"--audit-log-path={Path(d) / 'audit.log'}"]
             result[mode] = _measured_server(Path(d) / "api", flags, "ConfigMap", args, ("GET",))["GET"]
     ratio = round(result["metadata"]["req_per_s"] / max(result["none"]["req_per_s"], 0.1), 2)
-    return {**result, "get_throughput_ratio": ratio, "target_ratio": 0.8, "target_met": ratio >= 0.8}
+    # What the server could serve per CPU second: the throughput ratio on an otherwise idle machine, where the
+    # measured one also carries the noise of whatever else runs.
+    capacity = round(
+        result["none"]["server_cpu_ms_per_request"] / max(result["metadata"]["server_cpu_ms_per_request"], 1e-6), 2
+    )
+    return {
+        **result,
+        "get_throughput_ratio": ratio,
+        "get_capacity_ratio_per_cpu_second": capacity,
+        "target_ratio": 0.8,
+        "target_met": ratio >= 0.8,
+        "capacity_target_met": capacity >= 0.8,
+    }
 
 
 def main() -> None:

@@ -4,6 +4,7 @@ checker does. Validation errors name the field (`rules[2].level`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,12 @@ class Rule:
     omit_stages: frozenset[str] = frozenset()
     omit_managed_fields: bool | None = None
 
+    @property
+    def unconditional(self) -> bool:
+        return not (
+            self.users or self.user_groups or self.verbs or self.resources or self.namespaces or self.non_resource_urls
+        )
+
     def matches(self, a: RequestAttrs) -> bool:
         if self.users and a.user not in self.users:
             return False
@@ -122,13 +129,26 @@ class Policy:
     omit_stages: frozenset[str] = frozenset()
     omit_managed_fields: bool = False
 
-    def evaluate(self, a: RequestAttrs) -> Decision:
-        for r in self.rules:
+    def __post_init__(self) -> None:
+        # Each rule's decision, made once; and the index of the first rule that matches every request, if any.
+        self._decisions = [self._decision(r) for r in self.rules]
+        self._always = next((i for i, r in enumerate(self.rules) if r.unconditional), None)
+
+    def _decision(self, r: Rule) -> Decision:
+        if r.level == "None":
+            return _NONE
+        omf = self.omit_managed_fields if r.omit_managed_fields is None else r.omit_managed_fields
+        return Decision(r.level, self.omit_stages | r.omit_stages, omf)
+
+    def evaluate(self, attrs: RequestAttrs | Callable[[], RequestAttrs]) -> Decision:
+        """The decision for a request; `attrs` may be a function building them, called only when a rule needs them
+        (a policy whose first rule matches everything never does)."""
+        if self._always == 0:
+            return self._decisions[0]
+        a = attrs() if callable(attrs) else attrs
+        for r, d in zip(self.rules, self._decisions, strict=True):
             if r.matches(a):
-                if r.level == "None":
-                    return _NONE
-                omf = self.omit_managed_fields if r.omit_managed_fields is None else r.omit_managed_fields
-                return Decision(r.level, self.omit_stages | r.omit_stages, omf)
+                return d
         return _NONE
 
 

@@ -222,7 +222,7 @@ def audit_failed_authentication(auditor: Auditor | None, request: web.Request, h
     ResponseStarted, the attempted methods as the status message."""
     if auditor is None:
         return
-    decision = auditor.policy.evaluate(_attrs(request))
+    decision = auditor.policy.evaluate(lambda: _attrs(request))
     if decision.level == "None" or "ResponseStarted" in decision.omit_stages:
         return
     now = time.time()
@@ -255,7 +255,7 @@ def audit_middleware(auditor: Auditor | None) -> Middleware:
     async def audit(request: web.Request, handler: Handler) -> web.StreamResponse:
         if auditor is None:
             return await handler(request)
-        decision = auditor.policy.evaluate(_attrs(request))
+        decision = auditor.policy.evaluate(lambda: _attrs(request))
         if decision.level == "None":
             return await handler(request)
         received = time.time()
