@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from pykubeadm.testing.hardening import SECRETS_METADATA_POLICY, aescbc_config
+
 pytestmark = pytest.mark.e2e
 
 SECRET = "lab-hardened-value"
@@ -26,30 +28,8 @@ def _run(*args: str, env: dict[str, str] | None = None, timeout: float = 600) ->
 
 
 def test_lab_up_config_with_encryption_and_audit(tmp_path: Path) -> None:
-    (tmp_path / "enc.yaml").write_text(
-        json.dumps(
-            {
-                "apiVersion": "apiserver.config.k8s.io/v1",
-                "kind": "EncryptionConfiguration",
-                "resources": [
-                    {
-                        "resources": ["secrets"],
-                        "providers": [
-                            {
-                                "aescbc": {
-                                    "keys": [{"name": "key1", "secret": base64.b64encode(os.urandom(32)).decode()}]
-                                }
-                            },
-                            {"identity": {}},
-                        ],
-                    }
-                ],
-            }
-        )
-    )
-    (tmp_path / "policy.yaml").write_text(
-        'apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: "", resources: ["secrets"]}]\n'
-    )
+    (tmp_path / "enc.yaml").write_text(json.dumps(aescbc_config()))
+    (tmp_path / "policy.yaml").write_text(SECRETS_METADATA_POLICY)
     (tmp_path / "cluster.yaml").write_text(
         """\
 kind: Cluster

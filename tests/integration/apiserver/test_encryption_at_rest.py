@@ -18,6 +18,7 @@ import yaml
 
 from pykubeadm.testing.apiserver import ApiServer, running_apiserver
 from pykubeadm.testing.etcd import EtcdCluster, etcd_available
+from pykubeadm.testing.hardening import aescbc_config
 
 pytestmark = pytest.mark.integration
 
@@ -25,20 +26,7 @@ PLAINTEXT = "top-secret-value-1234"
 
 
 def _config(path: Path, *keys: tuple[str, bytes], resources: tuple[str, ...] = ("secrets",)) -> Path:
-    doc = {
-        "apiVersion": "apiserver.config.k8s.io/v1",
-        "kind": "EncryptionConfiguration",
-        "resources": [
-            {
-                "resources": list(resources),
-                "providers": [
-                    {"aescbc": {"keys": [{"name": n, "secret": base64.b64encode(k).decode()} for n, k in keys]}},
-                    {"identity": {}},
-                ],
-            }
-        ],
-    }
-    path.write_text(yaml.safe_dump(doc))
+    path.write_text(yaml.safe_dump(aescbc_config(*keys, resources=resources)))
     return path
 
 

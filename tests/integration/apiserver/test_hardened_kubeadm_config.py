@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from pykubeadm.testing.etcd import free_port
+from pykubeadm.testing.hardening import SECRETS_METADATA_POLICY, aescbc_config
 
 pytestmark = pytest.mark.integration
 
@@ -84,31 +85,8 @@ def test_kubeadm_extra_args_recipe_runs(tmp_path: Path) -> None:
     root = tmp_path / "node"
     (root / "etc/kubernetes/enc").mkdir(parents=True)
     (root / "etc/kubernetes/audit").mkdir(parents=True)
-    (root / "etc/kubernetes/enc/enc.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "apiserver.config.k8s.io/v1",
-                "kind": "EncryptionConfiguration",
-                "resources": [
-                    {
-                        "resources": ["secrets"],
-                        "providers": [
-                            {
-                                "aescbc": {
-                                    "keys": [{"name": "key1", "secret": base64.b64encode(os.urandom(32)).decode()}]
-                                }
-                            },
-                            {"identity": {}},
-                        ],
-                    }
-                ],
-            }
-        )
-    )
-    (root / "etc/kubernetes/audit/policy.yaml").write_text(
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n"
-        '- level: Metadata\n  resources: [{group: "", resources: ["secrets"]}]\n'
-    )
+    (root / "etc/kubernetes/enc/enc.yaml").write_text(yaml.safe_dump(aescbc_config()))
+    (root / "etc/kubernetes/audit/policy.yaml").write_text(SECRETS_METADATA_POLICY)
     port = free_port()
     config = tmp_path / "kubeadm.yaml"
     config.write_text(_kubeadm_config(port))
