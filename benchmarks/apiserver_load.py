@@ -3,7 +3,7 @@ GET and PUT of ConfigMaps against a real `pykubeadm component kube-apiserver` pr
 ops/s through the Store interface in the same run, giving the apiserver's overhead ratio.
 
     .venv/bin/python benchmarks/apiserver_load.py [--engine all|sqlite|etcd|memory] [--seconds 10] [--processes 2]
-        [--concurrency 8] [--objects 100] [--phase all|load|aggregated|ssa]
+        [--concurrency 8] [--objects 100] [--phase all|load|aggregated|ssa|encryption|audit]
 
 The server runs with its default audit logging (one JSON line per request to stdout, captured in a file).
 
@@ -16,6 +16,11 @@ backend with the same certificate, one request at a time; target proxied/direct 
 `ssa` times `kubectl apply --server-side -f` of 200 mixed objects (eight kinds) into a fresh apiserver, then the
 same apply again; target ≤ 5 s for the first on 2 cores.
 
+`encryption` runs Secret GET/PUT against an apiserver whose EncryptionConfiguration encrypts Secrets with aescbc and
+against one with identity, and reports the server's CPU time per request of each; target aescbc/identity ≤ 1.3×.
+`audit` runs ConfigMap GETs with a Metadata-level audit policy for every request (log file) and without one; target
+GET throughput with audit ≥ 0.8× without.
+
 `http_tls_floor` is the same load against a do-nothing server in the same stack (aiohttp on uvloop, the apiserver's
 TLS settings, client certificates) that answers every request with a fixed ConfigMap: the most any Python HTTP server
 here can serve. It is what the overhead ratio is up against when the raw engine is an in-process read: a SQLite point
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import json
 import multiprocessing as mp
@@ -47,6 +53,7 @@ from pykubeadm.storage import open_store
 from pykubeadm.testing.apiserver import ApiServer, free_port, generate_pki
 from pykubeadm.testing.etcd import EtcdCluster
 from pykubeadm.util import aio
+from pykubeadm.util.procstat import stat_fields
 
 NS = "bench"
 
@@ -58,8 +65,16 @@ def _ssl(pki: dict[str, str]) -> ssl.SSLContext:
 
 
 async def _client_phase(
-    url: str, pki: dict[str, str], op: str, seconds: float, concurrency: int, objects: int, worker: int
+    url: str,
+    pki: dict[str, str],
+    op: str,
+    seconds: float,
+    concurrency: int,
+    objects: int,
+    worker: int,
+    kind: str = "ConfigMap",
 ) -> list[float]:
+    plural, prefix = ("secrets", "s") if kind == "Secret" else ("configmaps", "cm")
     lat: list[float] = []
     conn = aiohttp.TCPConnector(ssl=_ssl(pki), limit=concurrency)
     async with aiohttp.ClientSession(connector=conn) as s:
@@ -68,21 +83,19 @@ async def _client_phase(
         async def one(i: int) -> None:
             n = i
             while time.perf_counter() < deadline:
-                name = f"cm-{n % objects}"
+                name = f"{prefix}-{n % objects}"
                 n += concurrency
                 t = time.perf_counter()
                 if op == "GET":
-                    async with s.get(f"{url}/api/v1/namespaces/{NS}/configmaps/{name}") as r:
+                    async with s.get(f"{url}/api/v1/namespaces/{NS}/{plural}/{name}") as r:
                         await r.read()
                         ok = r.status == 200
                 else:
-                    body = {
-                        "apiVersion": "v1",
-                        "kind": "ConfigMap",
-                        "metadata": {"name": name, "namespace": NS},
-                        "data": {"n": str(n), "w": str(worker)},
-                    }
-                    async with s.put(f"{url}/api/v1/namespaces/{NS}/configmaps/{name}", json=body) as r:
+                    data = {"n": str(n), "w": str(worker)}
+                    if kind == "Secret":
+                        data = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+                    body = {"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": NS}, "data": data}
+                    async with s.put(f"{url}/api/v1/namespaces/{NS}/{plural}/{name}", json=body) as r:
                         await r.read()
                         ok = r.status == 200
                 if not ok:
@@ -93,9 +106,8 @@ async def _client_phase(
     return lat
 
 
-def _worker(args: tuple[str, dict[str, str], str, float, int, int, int]) -> list[float]:
-    url, pki, op, seconds, concurrency, objects, worker = args
-    return asyncio.run(_client_phase(url, pki, op, seconds, concurrency, objects, worker))
+def _worker(args: tuple[Any, ...]) -> list[float]:
+    return asyncio.run(_client_phase(*args))
 
 
 def _stats(op: str, lat: list[float], seconds: float) -> dict[str, Any]:
@@ -394,6 +406,22 @@ def ssa_phase(args: argparse.Namespace) -> dict[str, Any]:
     return {"objects": n, "first_apply_s": timings[0], "reapply_s": timings[1], "target_s": 5, "met": timings[0] <= 5}
 
 
+def _seed(api: ApiServer, kind: str, objects: int) -> dict[str, str]:
+    """The bench namespace with `objects` ConfigMaps (cm-N) or Secrets (s-N); returns the admin's TLS files."""
+    from kubernetes import client
+
+    c = api.python_client()
+    v1 = client.CoreV1Api(c)
+    v1.create_namespace({"metadata": {"name": NS}})
+    for i in range(objects):
+        if kind == "Secret":
+            v1.create_namespaced_secret(NS, {"metadata": {"name": f"s-{i}"}, "string_data": {"n": "0"}})
+        else:
+            v1.create_namespaced_config_map(NS, {"metadata": {"name": f"cm-{i}"}, "data": {"n": "0"}})
+    c.close()
+    return {"ca": str(api.pki.ca_cert), "cert": str(api.pki.admin_cert), "key": str(api.pki.admin_key)}
+
+
 def run_engine(engine: str, args: argparse.Namespace) -> dict[str, Any]:
     """One engine: the apiserver on it under load, then the raw store through the Store interface."""
     with tempfile.TemporaryDirectory() as d, contextlib.ExitStack() as stack:
@@ -405,15 +433,7 @@ def run_engine(engine: str, args: argparse.Namespace) -> dict[str, Any]:
         api = ApiServer(Path(d), storage=storage, audit_log=False)
         api.start()
         try:
-            c = api.python_client()
-            from kubernetes import client
-
-            v1 = client.CoreV1Api(c)
-            v1.create_namespace({"metadata": {"name": NS}})
-            for i in range(args.objects):
-                v1.create_namespaced_config_map(NS, {"metadata": {"name": f"cm-{i}"}, "data": {"n": "0"}})
-            c.close()
-            pki = {"ca": str(api.pki.ca_cert), "cert": str(api.pki.admin_cert), "key": str(api.pki.admin_key)}
+            pki = _seed(api, "ConfigMap", args.objects)
             results = _run_load(api.url, pki, args)
         finally:
             api.stop()
@@ -440,6 +460,96 @@ def run_engine(engine: str, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _cpu_seconds(pid: int) -> float:
+    fields = stat_fields(pid)
+    if fields is None:
+        raise RuntimeError(f"apiserver {pid} is gone")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _measured_server(d: Path, flags: list[str], kind: str, args: argparse.Namespace, ops: tuple[str, ...]) -> dict:
+    """One SQLite apiserver with `flags`, `args.objects` objects of `kind`, then each op of `ops` under load: the
+    throughput and the server's CPU time per request."""
+    api = ApiServer(d, audit_log=False, extra_flags=flags)
+    api.start()
+    try:
+        pki = _seed(api, kind, args.objects)
+        assert api.proc is not None
+        out: dict[str, Any] = {}
+        for op in ops:
+            before = _cpu_seconds(api.proc.pid)
+            lat = _worker((api.url, pki, op, args.seconds, args.concurrency, args.objects, 0, kind))
+            cpu = _cpu_seconds(api.proc.pid) - before
+            stats = _stats(op, lat, args.seconds)
+            stats["server_cpu_ms_per_request"] = round(cpu * 1000 / max(len(lat), 1), 3)
+            out[op] = stats
+        return out
+    finally:
+        api.stop()
+
+
+def encryption_phase(args: argparse.Namespace) -> dict[str, Any]:
+    """Secret GET/PUT with an aescbc EncryptionConfiguration against identity: server CPU per request."""
+    result: dict[str, Any] = {}
+    for provider in ("identity", "aescbc"):
+        with tempfile.TemporaryDirectory() as d:
+            enc = Path(d) / "enc.yaml"
+            prov: dict[str, Any] = (
+                {"identity": {}}
+                if provider == "identity"
+                else {"aescbc": {"keys": [{"name": "k1", "secret": base64.b64encode(os.urandom(32)).decode()}]}}
+            )
+            enc.write_text(
+                json.dumps(
+                    {
+                        "apiVersion": "apiserver.config.k8s.io/v1",
+                        "kind": "EncryptionConfiguration",
+                        "resources": [{"resources": ["secrets"], "providers": [prov]}],
+                    }
+                )
+            )
+            result[provider] = _measured_server(
+                Path(d), [f"--encryption-provider-config={enc}"], "Secret", args, ("GET", "PUT")
+            )
+    ratio = {
+        op.lower(): round(
+            result["aescbc"][op]["server_cpu_ms_per_request"]
+            / max(result["identity"][op]["server_cpu_ms_per_request"], 1e-6),
+            2,
+        )
+        for op in ("GET", "PUT")
+    }
+    return {**result, "cpu_per_request_ratio": ratio, "target_ratio": 1.3, "target_met": max(ratio.values()) <= 1.3}
+
+
+def audit_phase(args: argparse.Namespace) -> dict[str, Any]:
+    """ConfigMap GET throughput with a Metadata-level audit policy for every request, logging to a file, against no
+    audit policy."""
+    result: dict[str, Any] = {}
+    for mode in ("none", "metadata"):
+        with tempfile.TemporaryDirectory() as d:
+            flags: list[str] = []
+            if mode == "metadata":
+                policy = Path(d) / "policy.yaml"
+                policy.write_text("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n")
+                flags = [f"--audit-policy-file={policy}", f"--audit-log-path={Path(d) / 'audit.log'}"]
+            result[mode] = _measured_server(Path(d) / "api", flags, "ConfigMap", args, ("GET",))["GET"]
+    ratio = round(result["metadata"]["req_per_s"] / max(result["none"]["req_per_s"], 0.1), 2)
+    # What the server could serve per CPU second: the throughput ratio on an otherwise idle machine, where the
+    # measured one also carries the noise of whatever else runs.
+    capacity = round(
+        result["none"]["server_cpu_ms_per_request"] / max(result["metadata"]["server_cpu_ms_per_request"], 1e-6), 2
+    )
+    return {
+        **result,
+        "get_throughput_ratio": ratio,
+        "get_capacity_ratio_per_cpu_second": capacity,
+        "target_ratio": 0.8,
+        "target_met": ratio >= 0.8,
+        "capacity_target_met": capacity >= 0.8,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--engine", default="all", choices=["all", "sqlite", "etcd", "memory"])
@@ -450,10 +560,16 @@ def main() -> None:
     ap.add_argument(
         "--phase",
         default="all",
-        choices=["all", "load", "aggregated", "ssa"],
+        choices=["all", "load", "aggregated", "ssa", "encryption", "audit"],
         help="aggregated: only the proxy latency; ssa: only kubectl apply --server-side of 200 mixed objects",
     )
     args = ap.parse_args()
+    if args.phase in ("encryption", "audit"):
+        phase = encryption_phase if args.phase == "encryption" else audit_phase
+        json.dump({"benchmark": "apiserver_load", "cpus": os.cpu_count(), args.phase: phase(args)},
+                  sys.stdout, indent=2)  # fmt: skip
+        print()
+        return
     if args.phase == "ssa":
         json.dump({"benchmark": "apiserver_load", "cpus": os.cpu_count(), "server_side_apply": ssa_phase(args)},
                   sys.stdout, indent=2)  # fmt: skip

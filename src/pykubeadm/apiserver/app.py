@@ -20,6 +20,8 @@ from pykubeadm.apiserver.middleware import (
     recovery_middleware,
     request_info_middleware,
 )
+from pykubeadm.apiserver.middleware.audit import Auditor, audit_response_started
+from pykubeadm.apiserver.middleware.timeout import request_timeout_middleware
 from pykubeadm.apiserver.state import STATE, ApiState
 
 __all__ = ["build_app"]
@@ -29,19 +31,23 @@ CLIENT_MAX_SIZE = 4 * 1024 * 1024
 
 def build_app(
     state: ApiState,
-    audit_sink: Callable[[dict[str, Any]], None] | None = None,
+    audit_sink: Auditor | Callable[[dict[str, Any]], None] | None = None,
     limits: InflightLimits | None = None,
+    request_timeout: float | None = None,
 ) -> web.Application:
+    """`audit_sink`: an Auditor (policy + backend), or a plain sink that gets every request at Metadata level."""
+    auditor = Auditor.of(audit_sink)
     app = web.Application(
         middlewares=[
             recovery_middleware(),
             request_info_middleware(),
             metrics_middleware(),
-            authentication_middleware(audit_sink),
+            authentication_middleware(auditor),
             max_in_flight_middleware(limits),
             impersonation_middleware(),
-            audit_middleware(audit_sink),
+            audit_middleware(auditor),
             authorization_middleware(),
+            *([request_timeout_middleware(request_timeout)] if request_timeout else []),
         ],
         client_max_size=CLIENT_MAX_SIZE,
     )
@@ -49,5 +55,7 @@ def build_app(
     app[METRICS] = ApiMetrics(state)
     instrument_storage(state, app[METRICS])
     app.on_response_prepare.append(on_response_prepare)
+    if auditor is not None:
+        app.on_response_prepare.append(audit_response_started)
     app.router.add_route("*", "/{tail:.*}", handle)
     return app

@@ -67,7 +67,24 @@ class ServerOptions:
     #: Where the one-JSON-line-per-request audit log goes: "-" = stdout, a file, or "" = off (the default, as
     #: kube-apiserver's: kubeadm's manifests enable no audit log).
     audit_log_path: str = ""
+    #: --audit-policy-file, parsed (an audit Policy); None = nothing is audited, as kube-apiserver without a policy.
+    audit_policy: Any = None
+    audit_log_format: str = "json"
+    audit_log_maxage: int = 0
+    audit_log_maxbackup: int = 0
+    audit_log_maxsize: int = 0
+    #: --encryption-provider-config, validated at start (an EncryptionConfig), and its file (for automatic reload).
+    encryption_config: Any = None
+    encryption_provider_config: Path | None = None
+    encryption_provider_config_automatic_reload: bool = False
     shutdown_delay_seconds: float = 0.0
+    #: --tls-min-version (Go name) and --tls-cipher-suites (Go names), checked at start.
+    tls_min_version: str = ""
+    tls_cipher_suites: list[str] = field(default_factory=list)
+    profiling: bool = True
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    request_timeout_seconds: float = 60.0
+    event_ttl_seconds: float = 3600.0
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
     version: str = c.KUBERNETES_VERSION
@@ -124,7 +141,33 @@ _FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("requestheader-extra-headers-prefix", {}),
     ("token-auth-file", {}),
     ("audit-log-path", {}),
+    ("audit-policy-file", {}),
+    ("audit-log-format", {}),
+    ("audit-log-maxage", {"type": int}),
+    ("audit-log-maxbackup", {"type": int}),
+    ("audit-log-maxsize", {"type": int}),
+    ("audit-log-mode", {}),
+    ("audit-webhook-config-file", {}),
+    ("encryption-provider-config", {}),
+    ("encryption-provider-config-automatic-reload", {"type": click.BOOL, "is_flag": False, "flag_value": "true"}),
     ("shutdown-delay-duration", {}),
+    ("tls-min-version", {}),
+    ("tls-cipher-suites", {}),
+    ("profiling", {"type": click.BOOL, "is_flag": False, "flag_value": "true"}),
+    ("feature-gates", {"multiple": True}),
+    ("request-timeout", {}),
+    ("event-ttl", {}),
+    ("service-account-lookup", {"type": click.BOOL, "is_flag": False, "flag_value": "true"}),
+    ("oidc-issuer-url", {}),
+    ("oidc-client-id", {}),
+    ("oidc-username-claim", {}),
+    ("oidc-username-prefix", {}),
+    ("oidc-groups-claim", {}),
+    ("oidc-groups-prefix", {}),
+    ("oidc-required-claim", {"multiple": True}),
+    ("oidc-ca-file", {}),
+    ("oidc-signing-algs", {}),
+    ("authentication-config", {}),
     ("max-requests-inflight", {"type": int}),
     ("max-mutating-requests-inflight", {"type": int}),
     ("default-not-ready-toleration-seconds", {"type": int}),
@@ -153,6 +196,86 @@ def _duration_seconds(flag: str, v: str) -> float:
             except ValueError:
                 break
     raise _err(f"invalid value {v!r} for flag --{flag}: want a duration such as 10s")
+
+
+def _serving_options(o: ServerOptions, flags: dict[str, Any]) -> None:
+    from pykubeadm.featuregates import FeatureGateError, parse_feature_gates
+    from pykubeadm.util.goduration import parse_duration
+    from pykubeadm.util.gotls import openssl_ciphers, tls_version
+
+    if flags.get("tls_min_version"):
+        try:
+            tls_version(flags["tls_min_version"])
+        except ValueError as e:
+            raise _err(f"invalid value for flag --tls-min-version: {e}") from None
+        o.tls_min_version = flags["tls_min_version"]
+    if flags.get("tls_cipher_suites"):
+        suites = _list(flags["tls_cipher_suites"])
+        try:
+            openssl_ciphers(suites)
+        except ValueError as e:
+            raise _err(f"invalid value for flag --tls-cipher-suites: {e}") from None
+        o.tls_cipher_suites = suites
+    if flags.get("profiling") is not None:
+        o.profiling = bool(flags["profiling"])
+    for value in flags.get("feature_gates") or ():
+        try:
+            o.feature_gates.update(parse_feature_gates(value))
+        except FeatureGateError as e:
+            raise _err(f'invalid argument "{value}" for "--feature-gates" flag: {e}') from None
+    for flag, attr in (("request_timeout", "request_timeout_seconds"), ("event_ttl", "event_ttl_seconds")):
+        if flags.get(flag):
+            try:
+                seconds = parse_duration(flags[flag]).total_seconds()
+            except ValueError as e:
+                raise _err(f'invalid argument "{flags[flag]}" for "--{flag.replace("_", "-")}" flag: {e}') from None
+            if seconds <= 0 and flag == "request_timeout":
+                raise _err("--request-timeout: Invalid value: must be greater than 0")
+            setattr(o, attr, seconds)
+
+
+def _audit_options(o: ServerOptions, flags: dict[str, Any], lay: Layout) -> None:
+    from pykubeadm.apiserver.audit.policy import AuditPolicyError, load_policy
+
+    if flags.get("audit_webhook_config_file"):
+        raise _err(
+            "unsupported flag --audit-webhook-config-file: the audit webhook backend is not supported by this "
+            "kube-apiserver; use the log backend (--audit-log-path)"
+        )
+    fmt = flags.get("audit_log_format") or "json"
+    if fmt not in ("json", "legacy"):
+        raise _err(f'invalid value "{fmt}" for flag --audit-log-format: must be one of legacy, json')
+    o.audit_log_format = fmt
+    mode = flags.get("audit_log_mode") or "blocking"
+    if mode not in ("batch", "blocking", "blocking-strict"):
+        raise _err(f'invalid value "{mode}" for flag --audit-log-mode: must be one of batch, blocking, blocking-strict')
+    for name in ("audit_log_maxage", "audit_log_maxbackup", "audit_log_maxsize"):
+        v = flags.get(name)
+        if v is not None:
+            if v < 0:
+                raise _err(f"--{name.replace('_', '-')} {v} can't be a negative number")
+            setattr(o, name, v)
+    if flags.get("audit_policy_file"):
+        try:
+            o.audit_policy = load_policy(lay.host(flags["audit_policy_file"]))
+        except AuditPolicyError as e:
+            raise _err(f"invalid value for flag --audit-policy-file: {e}") from None
+
+
+def _encryption_options(o: ServerOptions, flags: dict[str, Any], lay: Layout) -> None:
+    from pykubeadm.apiserver.encryption import EncryptionConfigError, load_encryption_config
+
+    if flags.get("encryption_provider_config_automatic_reload") is not None:
+        o.encryption_provider_config_automatic_reload = bool(flags["encryption_provider_config_automatic_reload"])
+    if not flags.get("encryption_provider_config"):
+        if o.encryption_provider_config_automatic_reload:
+            raise _err("--encryption-provider-config-automatic-reload requires --encryption-provider-config")
+        return
+    o.encryption_provider_config = lay.host(flags["encryption_provider_config"])
+    try:
+        o.encryption_config = load_encryption_config(o.encryption_provider_config)
+    except EncryptionConfigError as e:
+        raise _err(f"invalid value for flag --encryption-provider-config: {e}") from None
 
 
 def options_from_flags(flags: dict[str, Any], root: Path) -> ServerOptions:
@@ -240,6 +363,9 @@ def options_from_flags(flags: dict[str, Any], root: Path) -> ServerOptions:
     if flags.get("audit_log_path") is not None:
         v = flags["audit_log_path"]
         o.audit_log_path = v if v in ("-", "") else str(lay.host(v))
+    _encryption_options(o, flags, lay)
+    _audit_options(o, flags, lay)
+    _serving_options(o, flags)
     if flags.get("shutdown_delay_duration"):
         o.shutdown_delay_seconds = _duration_seconds("shutdown-delay-duration", flags["shutdown_delay_duration"])
     for name in ("max_requests_inflight", "max_mutating_requests_inflight"):

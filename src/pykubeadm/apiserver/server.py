@@ -17,16 +17,19 @@ from aiohttp import web
 from pykubeadm import constants as c
 from pykubeadm.apiserver.aggregator import Aggregator, ProxyTransport
 from pykubeadm.apiserver.app import build_app
+from pykubeadm.apiserver.audit.logbackend import LogBackend
 from pykubeadm.apiserver.authz.attributes import Attributes, Decision
 from pykubeadm.apiserver.bootstrap import ensure_builtin_objects, namespace_controller, reconcile_rbac_policy
 from pykubeadm.apiserver.clusterauthtrust import HOOK_NAME as CLUSTER_AUTH_HOOK
 from pykubeadm.apiserver.clusterauthtrust import ClusterAuthenticationTrustController, authentication_info_from_options
 from pykubeadm.apiserver.crd.controller import CRDController
 from pykubeadm.apiserver.discovery import group_versions, version_info
+from pykubeadm.apiserver.encryption.runtime import EncryptionRuntime
 from pykubeadm.apiserver.endpointreconciler import LeaseEndpointReconciler
+from pykubeadm.apiserver.eventttl import event_ttl_sweeper
 from pykubeadm.apiserver.handlers.podlog import KubeletClient
 from pykubeadm.apiserver.middleware import InflightLimits
-from pykubeadm.apiserver.middleware.audit import line_writer
+from pykubeadm.apiserver.middleware.audit import Auditor
 from pykubeadm.apiserver.objectsource import StoreObjectSource
 from pykubeadm.apiserver.options import ServerOptions
 from pykubeadm.apiserver.registry import STRATEGIES
@@ -34,8 +37,10 @@ from pykubeadm.apiserver.registry.service import IPAllocator, ServiceStrategy
 from pykubeadm.apiserver.state import ApiState
 from pykubeadm.apiserver.tokenrequest import TokenIssuer
 from pykubeadm.apiserver.wiring import wire_auth
-from pykubeadm.storage import open_store
+from pykubeadm.storage import Store, open_store
+from pykubeadm.storage.transformed import TransformedStore
 from pykubeadm.util import aio
+from pykubeadm.util.gotls import apply_tls_options
 from pykubeadm.util.tlsclientauth import request_client_certificates
 
 __all__ = ["build_ssl_context", "run", "serve"]
@@ -47,7 +52,8 @@ def build_ssl_context(options: ServerOptions) -> ssl.SSLContext | None:
     if options.tls_cert_file is None:
         return None
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2  # kube's default; --tls-min-version may lower or raise it
+    apply_tls_options(ctx, options.tls_min_version, options.tls_cipher_suites)
     ctx.load_cert_chain(str(options.tls_cert_file), str(options.tls_private_key_file))
     if options.client_ca_file is not None or options.requestheader_client_ca_file is not None:
         # Like kube-apiserver (tls.RequestClientCert): any certificate passes the handshake and the x509 and
@@ -77,15 +83,27 @@ def _bind_host(options: ServerOptions) -> str:
 
 
 async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Event | None = None) -> None:
-    backend = await open_store(
+    backend: Store = await open_store(
         options.etcd_servers,
         ca_file=options.etcd_cafile,
         cert_file=options.etcd_certfile,
         key_file=options.etcd_keyfile,
     )
+    encryption = None
+    if options.encryption_config is not None and options.encryption_provider_config is not None:
+        encryption = EncryptionRuntime(
+            options.encryption_provider_config,
+            options.encryption_config,
+            ((s.key_prefix, s.group, s.plural) for s in STRATEGIES),
+        )
+        backend = TransformedStore(backend, encryption.resolve)
     state = ApiState(
         backend=backend, version_info=version_info(options.version), authenticator=_nobody, authorizer=_deny
     )
+    state.profiling = options.profiling
+    if options.feature_gates:  # accepted; the v1.33 default behaviour is what we implement
+        gates = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(options.feature_gates.items()))
+        print(f"feature gates: {gates}", file=sys.stderr, flush=True)
     state.kubelet_client = KubeletClient(options.kubelet_client_certificate, options.kubelet_client_key)
     source = StoreObjectSource(state.by_resource)
     allocator = IPAllocator(options.service_cluster_ip_range, in_use=lambda: set())
@@ -94,8 +112,10 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
             s.allocator = allocator
     tasks: list[asyncio.Task[None]] = []
     runner: web.AppRunner | None = None
-    audit_file = None
+    audit_backend: LogBackend | None = None
     try:
+        if encryption is not None and options.encryption_provider_config_automatic_reload:
+            tasks.append(asyncio.create_task(encryption.watch_file(), name="encryption-config-reload"))
         await source.start()
 
         def services_in_use() -> set[str]:
@@ -111,6 +131,7 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
         await ensure_builtin_objects(state, options.advertise_address, options.secure_port, allocator.first())
         await reconcile_rbac_policy(state)
         tasks.append(asyncio.create_task(namespace_controller(state), name="namespace-controller"))
+        tasks.append(asyncio.create_task(event_ttl_sweeper(state, options.event_ttl_seconds), name="event-ttl"))
         trust = ClusterAuthenticationTrustController(state, lambda: authentication_info_from_options(options))
         tasks.append(asyncio.create_task(trust.run(), name="cluster-authentication-trust-controller"))
         state.crds = CRDController(state)
@@ -150,15 +171,18 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
             "livez": dict(live),
             "readyz": {**live, "informer-sync": informers, "shutdown": shutdown},
         }
-        sink = None
-        if options.audit_log_path:
-            if options.audit_log_path == "-":
-                sink = line_writer(sys.stdout)
-            else:
-                audit_file = open(options.audit_log_path, "a", buffering=1)  # noqa: SIM115 - closed in finally
-                sink = line_writer(audit_file)
+        auditor = None
+        if options.audit_log_path and options.audit_policy is not None:
+            audit_backend = LogBackend(
+                options.audit_log_path,
+                options.audit_log_format,
+                options.audit_log_maxsize,
+                options.audit_log_maxbackup,
+                options.audit_log_maxage,
+            )
+            auditor = Auditor(options.audit_policy, audit_backend)
         limits = InflightLimits(options.max_requests_inflight, options.max_mutating_requests_inflight)
-        app = build_app(state, sink, limits)
+        app = build_app(state, auditor, limits, options.request_timeout_seconds)
         # Request bodies are read as sent: kube-apiserver never decompresses them (Content-Encoding is ignored).
         runner = web.AppRunner(
             app,
@@ -197,8 +221,8 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
                 await t
         await source.stop()
         await backend.close()
-        if audit_file is not None:
-            audit_file.close()
+        if audit_backend is not None:
+            audit_backend.close()
 
 
 def run(options: ServerOptions) -> None:

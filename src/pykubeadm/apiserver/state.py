@@ -50,6 +50,8 @@ class ApiState:
     aggregator: Any = None
     #: The CRD controller (apiserver/crd/controller.CRDController): serves custom resources; None = not started.
     crds: Any = None
+    #: --profiling: serve /debug/pprof/ (to authorized users).
+    profiling: bool = False
     #: The watchers of the watch requests being served: closed at shutdown, so each watch ends at once.
     open_watchers: set[Any] = field(default_factory=set)
 

@@ -68,7 +68,16 @@ def command() -> None:
     help="Run IMAGE (a reference or repository, e.g. nginx) as PROGRAM (a command line) on every node: written to "
     "each node's /etc/pykubeadm/images.yaml. Repeatable.",
 )
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A kind-like Cluster file: its nodes' roles, kubeadmConfigPatches merged into the configurations the lab "
+    "generates (for all nodes or one), and extraMounts copied into the nodes before they init or join.",
+)
+@click.pass_context
 def up(
+    ctx: click.Context,
     lab_dir: Path,
     workers: int,
     control_planes: int,
@@ -76,8 +85,19 @@ def up(
     load_balancer: bool | None,
     kubernetes_version: str | None,
     images: tuple[str, ...],
+    config_file: Path | None,
 ) -> None:
     """Create the lab: `init` on the first control plane, `join` on every other node, wait until all Nodes are Ready."""
+    cluster_config = None
+    if config_file is not None:
+        from pykubeadm.lab.clusterconfig import load_cluster_config
+
+        for flag in ("workers", "control_planes"):
+            if ctx.get_parameter_source(flag) == click.core.ParameterSource.COMMANDLINE:
+                raise click.UsageError(f"--{flag.replace('_', '-')} and --config: the config's nodes give the roles")
+        cluster_config = load_cluster_config(config_file)
+        workers = cluster_config.count("worker")
+        control_planes = cluster_config.count("control-plane")
     lab_up(
         lab_dir,
         workers,
@@ -87,6 +107,7 @@ def up(
         control_planes=control_planes,
         with_load_balancer=load_balancer,
         kubernetes_version=kubernetes_version,
+        cluster_config=cluster_config,
     )
 
 

@@ -37,6 +37,7 @@ from pykubeadm.controllers.nodeipam import parse_cluster_cidrs
 from pykubeadm.controllers.runtime import ControllerContext, ControllerStartError
 from pykubeadm.controllers.serving import HealthServer
 from pykubeadm.errors import KubeconfigError
+from pykubeadm.featuregates import click_feature_gates
 from pykubeadm.util.leaderelection import LeaderElector
 
 __all__ = ["KCMOptions", "command", "run_kcm", "validate"]
@@ -80,6 +81,7 @@ class KCMOptions:
     node_startup_grace_period: float
     terminated_pod_gc_threshold: int = 12500
     max_endpoints_per_slice: int = 100
+    profiling: bool = True
 
 
 def validate(opts: KCMOptions) -> list[str]:
@@ -152,6 +154,7 @@ async def run_kcm(opts: KCMOptions) -> int:
         checks={"healthz": {"leaderElection": leader_health_check(elector)}},
         auth=new_delegating_auth(opts.client_ca_file, opts.authentication_kubeconfig, opts.authorization_kubeconfig),
         metrics=metrics,
+        profiling=opts.profiling,
     )
 
     async def lead() -> None:
@@ -201,8 +204,8 @@ async def run_kcm(opts: KCMOptions) -> int:
 @click.option("--node-startup-grace-period", type=GoDuration(), default="1m0s", show_default=True)
 @click.option("--terminated-pod-gc-threshold", type=int, default=12500, show_default=True)
 @click.option("--max-endpoints-per-slice", type=click.IntRange(1, 1000), default=100, show_default=True)
-@bool_flag("--profiling", True, "Accepted for compatibility.")
-@click.option("--feature-gates", default="", help="Accepted for compatibility.")
+@bool_flag("--profiling", True, "Serve /debug/pprof/ to authorized callers.")
+@click.option("--feature-gates", default="", callback=click_feature_gates, help="Known v1.33 gates are accepted.")
 @click.option("--flex-volume-plugin-dir", default="", help="Accepted for compatibility.")
 @click.option("-v", "--v", "verbosity", type=int, default=0)
 @click.pass_context
@@ -248,6 +251,7 @@ def command(ctx: click.Context, **flags: Any) -> None:
         node_startup_grace_period=flags["node_startup_grace_period"].total_seconds(),
         terminated_pod_gc_threshold=flags["terminated_pod_gc_threshold"],
         max_endpoints_per_slice=flags["max_endpoints_per_slice"],
+        profiling=flags["profiling"],
     )
     problems = validate(opts)
     if problems:

@@ -4,7 +4,7 @@ HTTPS with --tls-cert-file/--tls-private-key-file, or — as the real components
 serving certificate for `localhost`, 127.0.0.1 and the bind address, generated in memory at start. `/healthz`, `/livez`
 and `/readyz` (and their `/…/<check>` forms) are always allowed (--authorization-always-allow-paths); other paths are
 403 for an unauthenticated caller. With a `DelegatingAuth` (controllers/delegatedauth.py) every other path is
-authenticated and authorized through the API, and `/metrics` serves the component's registry (controllers/metrics.py).
+authenticated and authorized through the API, and `/metrics` serves the component's registry (controllers/metrics.py), `/debug/pprof/` the --profiling answers.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from pykubeadm import constants as c
 from pykubeadm.controllers.delegatedauth import DelegatingAuth
 from pykubeadm.controllers.metrics import CONTENT_TYPE, ComponentMetrics
+from pykubeadm.util.pprof import pprof_response
 from pykubeadm.util.tlsclientauth import request_client_certificates
 
 __all__ = ["HealthServer", "self_signed_pair"]
@@ -117,6 +118,7 @@ class HealthServer:
         checks: dict[str, dict[str, HealthCheck]] | None = None,
         auth: DelegatingAuth | None = None,
         metrics: ComponentMetrics | None = None,
+        profiling: bool = False,
     ):
         self.bind_address = bind_address
         self.port = port
@@ -127,6 +129,8 @@ class HealthServer:
         #: authenticates and authorizes every path but the health checks (closed by stop())
         self.auth = auth
         self.metrics = metrics
+        #: --profiling: /debug/pprof/ for callers the delegated authorization allows (needs `auth`)
+        self.profiling = profiling
         self._runner: web.AppRunner | None = None
 
     def _handler(self, endpoint: str) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -169,6 +173,9 @@ class HealthServer:
     async def _not_found(self, _: web.Request) -> web.Response:
         return web.Response(status=404, text="404 page not found\n")
 
+    async def _pprof(self, request: web.Request) -> web.Response:
+        return pprof_response(request.match_info.get("name", ""))
+
     async def _metrics(self, _: web.Request) -> web.Response:
         assert self.metrics is not None
         return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
@@ -189,6 +196,9 @@ class HealthServer:
         app = web.Application(middlewares=[self.auth.middleware()] if self.auth is not None else [])
         if self.metrics is not None and self.auth is not None:
             app.router.add_get("/metrics", self._metrics)
+        if self.profiling and self.auth is not None:
+            app.router.add_get("/debug/pprof/", self._pprof)
+            app.router.add_get("/debug/pprof/{name}", self._pprof)
         for endpoint in ("healthz", "livez", "readyz"):
             if endpoint in self.checks:
                 app.router.add_get(f"/{endpoint}", self._handler(endpoint))

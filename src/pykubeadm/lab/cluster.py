@@ -33,6 +33,7 @@ from pykubeadm import constants as c
 from pykubeadm.bootstrap.token import generate_token
 from pykubeadm.errors import KubeadmError
 from pykubeadm.lab import forkcli
+from pykubeadm.lab.clusterconfig import CLUSTER_CONFIG_FILE, LabClusterConfig, save_cluster_config
 from pykubeadm.lab.loadbalancer import LB_OCTET, LoadBalancer, haproxy_binary
 from pykubeadm.lab.nodes import (
     LAB_STATE_DIR,
@@ -345,6 +346,7 @@ def lab_up(
     control_planes: int = 1,
     with_load_balancer: bool | None = None,
     kubernetes_version: str | None = None,
+    cluster_config: LabClusterConfig | None = None,
 ) -> list[LabNode]:
     """Create the lab: init the first control plane, join the other control planes and `workers` workers, wait for
     every Node to be Ready. `with_load_balancer` (default: with more than one control plane or an external etcd)
@@ -359,6 +361,10 @@ def lab_up(
     if ha:
         haproxy_binary()  # a clear error before anything is made
     lab_dir.mkdir(parents=True, exist_ok=True)
+    state = lab_dir / LAB_STATE_DIR
+    (state / CLUSTER_CONFIG_FILE).unlink(missing_ok=True)  # a previous lab's
+    if cluster_config is not None:
+        save_cluster_config(state, cluster_config)
     start = time.monotonic()
     settings = LabSettings(datastore, f"{address_prefix()}{LB_OCTET}" if ha else "")
     save_settings(lab_dir, settings)

@@ -294,6 +294,9 @@ def write_node_files(node: LabNode, docs: list[dict[str, Any]], datastore: str =
     """The node's kubeadm config file and its patches: the kubelet's ports on the node's address and, for a local
     etcd, probes that etcd 3.4 answers."""
     node.state.mkdir(parents=True, exist_ok=True)
+    from pykubeadm.lab.clusterconfig import apply_cluster_config  # `lab up --config`: its patches and files
+
+    docs = apply_cluster_config(node.state, node.name, node.control_plane, node.root, docs)
     node.config_file.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     node.patches_dir.mkdir(parents=True, exist_ok=True)
     patch = {"address": node.address, "healthzBindAddress": node.address}

@@ -35,6 +35,7 @@ from pykubeadm.controllers.flags import bool_flag, path_or_none, reject_unknown_
 from pykubeadm.controllers.runtime import ControllerContext, run_with_informers
 from pykubeadm.controllers.serving import HealthServer
 from pykubeadm.errors import KubeconfigError
+from pykubeadm.featuregates import click_feature_gates
 from pykubeadm.scheduler.metrics import SchedulerMetrics
 from pykubeadm.scheduler.scheduler import SchedulerController
 from pykubeadm.util.leaderelection import LeaderElector
@@ -60,6 +61,7 @@ class SchedulerOptions:
     client_ca_file: Path | None = None
     authentication_kubeconfig: Path | None = None
     authorization_kubeconfig: Path | None = None
+    profiling: bool = True
 
 
 async def _run_scheduling(client: Any, metrics: SchedulerMetrics) -> None:
@@ -95,6 +97,7 @@ async def run_scheduler(opts: SchedulerOptions) -> int:
         checks={"healthz": dict(checks), "livez": dict(checks), "readyz": {}},
         auth=new_delegating_auth(opts.client_ca_file, opts.authentication_kubeconfig, opts.authorization_kubeconfig),
         metrics=metrics.component,
+        profiling=opts.profiling,
     )
     try:
         return await serve_and_lead(server, elector, lambda: _run_scheduling(client, metrics), log)
@@ -117,8 +120,8 @@ async def run_scheduler(opts: SchedulerOptions) -> int:
 @leader_election_flags(c.KUBE_SCHEDULER, "Run leader election before scheduling.")
 @click.option("--client-ca-file", default="")
 @click.option("--requestheader-client-ca-file", default="")
-@bool_flag("--profiling", True, "Accepted for compatibility.")
-@click.option("--feature-gates", default="")
+@bool_flag("--profiling", True, "Serve /debug/pprof/ to authorized callers.")
+@click.option("--feature-gates", default="", callback=click_feature_gates)
 @click.option("-v", "--v", "verbosity", type=int, default=0)
 @click.pass_context
 def command(ctx: click.Context, **flags: Any) -> None:
@@ -147,6 +150,7 @@ def command(ctx: click.Context, **flags: Any) -> None:
         client_ca_file=path_or_none(flags["client_ca_file"]),
         authentication_kubeconfig=path_or_none(flags["authentication_kubeconfig"]),
         authorization_kubeconfig=path_or_none(flags["authorization_kubeconfig"]),
+        profiling=flags["profiling"],
     )
     configure_logging(flags["verbosity"])
     with contextlib.suppress(KeyboardInterrupt):

@@ -233,6 +233,10 @@ class ApiServer:
             f"--kubelet-client-key={p.dir / 'apiserver-kubelet-client.key'}",
         ]
         flags.append(f"--audit-log-path={self.audit_log if self.audit_log is not None else '-'}")
+        if self.audit_log is not None:
+            policy = self.dir / "audit-policy.yaml"  # every request at Metadata level
+            policy.write_text("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n")
+            flags.append(f"--audit-policy-file={policy}")
         if self.version:
             flags.append(f"--kubernetes-version={self.version}")
         return flags + self.extra_flags

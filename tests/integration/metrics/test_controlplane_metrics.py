@@ -69,7 +69,7 @@ def foreign_pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 @pytest.fixture(scope="module")
 def kcm(api: ApiServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerManager]:
-    manager = ControllerManager(api, tmp_path_factory.mktemp("kcm"))
+    manager = ControllerManager(api, tmp_path_factory.mktemp("kcm"), extra_flags=["--profiling=false"])
     try:
         yield manager.start(timeout=60)
     finally:
@@ -238,3 +238,16 @@ def test_scheduler_metrics(api: ApiServer, scheduler: int, monitoring_token: str
 def test_bootstrap_policy_grants_metrics_to_monitoring(api: ApiServer) -> None:
     role = yaml.safe_load(api.kubectl("get", "clusterrole", "system:monitoring", "-o", "yaml").stdout)
     assert any("/metrics" in (rule.get("nonResourceURLs") or []) and "get" in rule["verbs"] for rule in role["rules"])
+
+
+def test_profiling_endpoints(api: ApiServer, kcm: ControllerManager, scheduler: int) -> None:
+    """kube-bench's --profiling: on (the scheduler's default), /debug/pprof/ answers only authorized callers; off
+    (the controller-manager here), 404 even for system:masters."""
+    admin = (api.pki.admin_cert, api.pki.admin_key)
+    status, _, body = get(f"https://127.0.0.1:{scheduler}/debug/pprof/", cert=admin)
+    assert status == 200 and "goroutine" in body
+    status, _, body = get(f"https://127.0.0.1:{scheduler}/debug/pprof/goroutine?debug=1", cert=admin)
+    assert status == 200 and "task " in body
+    status, _, body = get(f"https://127.0.0.1:{scheduler}/debug/pprof/", cert=api.client_cert("mallory"))
+    assert (status, status_json(body)["message"]) == (403, 'forbidden: User "mallory" cannot get path "/debug/pprof/"')
+    assert get(f"https://127.0.0.1:{kcm.port}/debug/pprof/", cert=admin)[0] == 404

@@ -28,6 +28,7 @@ from pykubeadm.apiserver.admission.rbac_escalation import RBACEscalationCheck
 from pykubeadm.apiserver.admission.resourcequota import ResourceQuota
 from pykubeadm.apiserver.admission.serviceaccount import ServiceAccount
 from pykubeadm.apiserver.authn.bootstrap import BootstrapTokenAuthenticator
+from pykubeadm.apiserver.authn.jwt import JWTConfigError, jwt_authenticators
 from pykubeadm.apiserver.authn.requestheader import RequestHeaderAuthenticator, RequestHeaderConfig
 from pykubeadm.apiserver.authn.serviceaccount import ServiceAccountTokenAuthenticator, load_public_keys
 from pykubeadm.apiserver.authn.tokencache import CachedTokenAuthenticator
@@ -190,6 +191,10 @@ def build_auth(
         tokens.append(ServiceAccountTokenAuthenticator(keys, issuers, audiences, source if lookup else None))
     if _bool(flags, "enable-bootstrap-token-auth", False):
         tokens.append(BootstrapTokenAuthenticator(source))
+    try:
+        tokens.extend(jwt_authenticators(flags, path_of))
+    except JWTConfigError as err:
+        raise AuthConfigError(str(err)) from err
     authenticator = request_authenticator(
         front_proxy,
         x509_auth,

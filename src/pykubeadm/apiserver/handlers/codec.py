@@ -99,7 +99,12 @@ async def read_raw(request: web.Request) -> bytes:
         raise st.bad_request(f"unable to read the request body: {e}") from None
     if len(data) > MAX_BODY:
         raise st.ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}")
-    return bytes(data)
+    body = request[RAW_BODY_KEY] = bytes(data)  # the audit log's requestObject reads it
+    return body
+
+
+#: The request body as read (set by read_raw).
+RAW_BODY_KEY = web.RequestKey("raw_body", bytes)
 
 
 #: Duplicate keys found in the request body (paths), for field validation.

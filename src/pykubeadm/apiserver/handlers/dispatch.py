@@ -143,6 +143,10 @@ async def _non_resource(request: web.Request) -> web.StreamResponse:
         resources = discovery.api_resource_list(parts[1], parts[2], _custom(state))
         if resources is not None:
             return json_response(resources)
+    if parts[0] == "debug" and state.profiling:
+        from pykubeadm.apiserver.handlers.profiling import serve_profiling
+
+        return await serve_profiling(request, path)
     if parts[0] == "openapi":
         from pykubeadm.apiserver.openapi.handler import serve_openapi
 

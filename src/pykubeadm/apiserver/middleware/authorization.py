@@ -11,6 +11,7 @@ from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.authn.user import UserInfo
 from pykubeadm.apiserver.authz.attributes import Attributes, Decision
 from pykubeadm.apiserver.handlers.context import INFO_KEY, USER_KEY
+from pykubeadm.apiserver.middleware.audit import AUTHZ_DECISION_KEY
 from pykubeadm.apiserver.requestinfo import RequestInfo
 from pykubeadm.apiserver.state import STATE
 
@@ -70,6 +71,7 @@ def authorization_middleware() -> Middleware:
     async def authorization(request: web.Request, handler: Handler) -> web.StreamResponse:
         attrs = attributes_of(request[INFO_KEY], request[USER_KEY], request.query)
         decision, reason = await request.app[STATE].authorizer(attrs)
+        request[AUTHZ_DECISION_KEY] = ("allow" if decision == Decision.ALLOW else "forbid", reason)
         if decision != Decision.ALLOW:
             raise forbidden_error(attrs, reason)
         return await handler(request)

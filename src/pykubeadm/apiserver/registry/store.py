@@ -46,6 +46,7 @@ from pykubeadm.apiserver.registry.storeutil import (
 from pykubeadm.apiserver.registry.watchcache import WATCH_BUFFER, WatchCache, WatchClosed, Watcher, WatchEvent
 from pykubeadm.apiserver.selectors import FieldSelector, LabelSelector
 from pykubeadm.storage import interface as si
+from pykubeadm.storage.transformed import is_stale
 from pykubeadm.util import jsoncodec
 
 __all__ = ["Admit", "ListPage", "Store", "WatchEvent"]
@@ -381,7 +382,9 @@ class Store:
                 await admit("UPDATE", new, old)
             new["metadata"].pop("resourceVersion", None)
             old["metadata"].pop("resourceVersion", None)
-            if new == old:  # no-op update: no write, same resourceVersion
+            # A no-op update writes nothing and keeps the resourceVersion, unless the stored value was written by an
+            # encryption provider that no longer writes (then it is rewritten with the current one, as kube does).
+            if new == old and not is_stale(kv):
                 if cached:
                     continue  # answered with the stored object, so it must be the current one
                 old["metadata"]["resourceVersion"] = str(kv.mod_revision)
