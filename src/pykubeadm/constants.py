@@ -288,3 +288,24 @@ KUBEADM_API_VERSION: Final = "kubeadm.k8s.io/v1beta4"
 KUBEADM_OLD_API_VERSION: Final = "kubeadm.k8s.io/v1beta3"
 KUBELET_CONFIG_API_VERSION: Final = "kubelet.config.k8s.io/v1beta1"
 KUBE_PROXY_CONFIG_API_VERSION: Final = "kubeproxy.config.k8s.io/v1alpha1"
+
+# --- storage: the annotations and finalizers of kube's persistent-volume machinery --------------------------------
+#: on a claim: the binder finished binding it (pv_controller's annBindCompleted)
+ANN_BIND_COMPLETED: Final = "pv.kubernetes.io/bind-completed"
+#: on a claim or volume: the binder (not a user) bound it (annBoundByController)
+ANN_BOUND_BY_CONTROLLER: Final = "pv.kubernetes.io/bound-by-controller"
+#: on a volume: which provisioner made it (annDynamicallyProvisioned)
+ANN_PROVISIONED_BY: Final = "pv.kubernetes.io/provisioned-by"
+#: on a claim: the provisioner expected to make its volume, and its pre-1.23 beta spelling
+ANN_STORAGE_PROVISIONER: Final = "volume.kubernetes.io/storage-provisioner"
+ANN_BETA_STORAGE_PROVISIONER: Final = "volume.beta.kubernetes.io/storage-provisioner"
+#: on a claim: the Node the scheduler chose for its first consumer (WaitForFirstConsumer)
+ANN_SELECTED_NODE: Final = "volume.kubernetes.io/selected-node"
+#: on a StorageClass: the class claims without one get (and its beta spelling)
+ANN_DEFAULT_STORAGE_CLASS: Final = "storageclass.kubernetes.io/is-default-class"
+ANN_BETA_DEFAULT_STORAGE_CLASS: Final = "storageclass.beta.kubernetes.io/is-default-class"
+#: finalizers of the pvc-protection and pv-protection controllers
+PVC_PROTECTION_FINALIZER: Final = "kubernetes.io/pvc-protection"
+PV_PROTECTION_FINALIZER: Final = "kubernetes.io/pv-protection"
+#: a StorageClass provisioner that provisions nothing (statically made local volumes)
+NO_PROVISIONER: Final = "kubernetes.io/no-provisioner"
