@@ -11,6 +11,8 @@ import yaml
 from harness import ControllerManager, wait_until
 from lightkube import Client
 from lightkube.resources.core_v1 import Event, PersistentVolume, PersistentVolumeClaim, Pod
+from test_scheduler import scheduler  # noqa: F401  (the scheduler process fixture)
+from workloads import add_ready_node
 
 from pykubeadm.client import ApiError, sync_client
 from pykubeadm.testing.apiserver import ApiServer
@@ -210,3 +212,83 @@ def test_a_claim_in_use_is_kept_until_its_pod_is_gone_and_ephemeral_claims_follo
     admin.delete(Pod, "user", namespace=NS, grace_period=0)
     wait_until(lambda: phase_of(admin, PersistentVolumeClaim, "used") is None, 30, what="claim removed")
     wait_until(lambda: phase_of(admin, PersistentVolumeClaim, "user-scratch") is None, 60, what="ephemeral claim GC'd")
+
+
+def local_volume(name: str, node: str) -> dict[str, Any]:
+    body = volume(name, cls="local-wffc")
+    del body["spec"]["hostPath"]
+    body["spec"]["local"] = {"path": f"/mnt/{name}"}
+    term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}
+    body["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [term]}}
+    return body
+
+
+def claim_pod(name: str, *claims: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "3600"]}],
+            "volumes": [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims],
+        },
+    }
+
+
+def test_the_scheduler_binds_wait_for_first_consumer_claims_on_the_chosen_node(
+    api: ApiServer,
+    kcm: ControllerManager,
+    admin: Client,
+    scheduler: Any,  # noqa: F811
+) -> None:
+    for n in ("vb-1", "vb-2"):
+        add_ready_node(admin, n, labels={"kubernetes.io/hostname": n})
+    apply(
+        api,
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local-wffc"},
+         "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "dyn-wffc"},
+         "provisioner": "example.com/dyn", "volumeBindingMode": "WaitForFirstConsumer"},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "dyn-now"},
+         "provisioner": "example.com/dyn", "volumeBindingMode": "Immediate"},
+    )  # fmt: skip
+    apply(api, local_volume("lv-2", "vb-2"), claim("wffc", cls="local-wffc"))
+    wait_until(
+        lambda: (
+            ("WaitForFirstConsumer", "waiting for first consumer to be created before binding")
+            in events_of(admin, "wffc")
+        ),
+        30,
+        what="WaitForFirstConsumer event",
+    )
+    assert phase_of(admin, PersistentVolumeClaim, "wffc") == "Pending"
+    apply(api, claim_pod("local-user", "wffc"))
+    wait_until(lambda: admin.get(Pod, "local-user", namespace=NS).spec.nodeName, 30, what="pod bound")
+    assert admin.get(Pod, "local-user", namespace=NS).spec.nodeName == "vb-2"  # where its volume is
+    assert admin.get(PersistentVolumeClaim, "wffc", namespace=NS).spec.volumeName == "lv-2"
+
+    # a class with a provisioner: the claim learns the chosen node, the Pod waits for the provisioned volume
+    apply(api, claim("dyn", cls="dyn-wffc"), claim_pod("dyn-user", "dyn"))
+
+    def selected() -> str | None:
+        ann = admin.get(PersistentVolumeClaim, "dyn", namespace=NS).metadata.annotations or {}
+        return ann.get("volume.kubernetes.io/selected-node")
+
+    node = wait_until(selected, 30, what="selected-node annotation")
+    assert node in ("vb-1", "vb-2") and not admin.get(Pod, "dyn-user", namespace=NS).spec.nodeName
+    made = local_volume("pvc-dyn", node)
+    made["spec"]["storageClassName"] = "dyn-wffc"
+    made["spec"]["claimRef"] = {"namespace": NS, "name": "dyn",
+                                "uid": admin.get(PersistentVolumeClaim, "dyn", namespace=NS).metadata.uid}  # fmt: skip
+    apply(api, made)
+    wait_until(lambda: admin.get(Pod, "dyn-user", namespace=NS).spec.nodeName == node, 30, what="pod bound after")
+
+    # an unbound Immediate claim keeps its Pod Pending with the scheduler's message
+    apply(api, claim("now", cls="dyn-now"), claim_pod("now-user", "now"))
+
+    def unschedulable() -> str | None:
+        conds = admin.get(Pod, "now-user", namespace=NS).status.conditions or []
+        return next((c.message for c in conds if c.type == "PodScheduled" and c.status == "False"), None)
+
+    message = wait_until(unschedulable, 30, what="PodScheduled=False")
+    assert message.startswith("0/") and "pod has unbound immediate PersistentVolumeClaims." in message

@@ -24,6 +24,7 @@ __all__ = [
     "claim_request",
     "find_matching_volume",
     "is_volume_bound_to_claim",
+    "pod_claims",
     "volume_capacity",
     "volume_class",
     "volume_mismatch",
@@ -146,3 +147,16 @@ def volume_mismatch(volume: Obj, claim: Obj) -> str | None:
     if not _modes(claim) <= _modes(volume):
         return "incompatible accessMode"
     return None
+
+
+def pod_claims(pod: Obj) -> list[tuple[str, bool]]:
+    """(claim name, from a generic ephemeral volume) for each claim a Pod uses; an ephemeral volume's claim is
+    `<pod>-<volume>`."""
+    pod_name = _meta(pod).get("name", "")
+    out = []
+    for volume in _spec(pod).get("volumes") or []:
+        if volume.get("persistentVolumeClaim"):
+            out.append((str(volume["persistentVolumeClaim"].get("claimName", "")), False))
+        elif volume.get("ephemeral"):
+            out.append((f"{pod_name}-{volume.get('name', '')}", True))
+    return out

@@ -20,27 +20,16 @@ from pykubeadm.client import ApiError, is_conflict, is_not_found
 from pykubeadm.controllers.controllerutil import is_pod_terminal
 from pykubeadm.controllers.controllerutil_api import model
 from pykubeadm.controllers.dictview import dict_view
+from pykubeadm.controllers.persistentvolume.matching import pod_claims
 from pykubeadm.controllers.runtime import Controller, TemporaryError
 
-__all__ = ["PVCProtectionController", "PVProtectionController", "pod_claim_names"]
+__all__ = ["PVCProtectionController", "PVProtectionController"]
 
 Obj = Mapping[str, Any]
 
 
-def pod_claim_names(pod: Obj) -> list[str]:
-    """The claims a Pod uses: its persistentVolumeClaim volumes and its generic ephemeral volumes' `<pod>-<volume>`."""
-    names = []
-    pod_name = (pod.get("metadata") or {}).get("name", "")
-    for volume in (pod.get("spec") or {}).get("volumes") or []:
-        if volume.get("persistentVolumeClaim"):
-            names.append(str(volume["persistentVolumeClaim"].get("claimName", "")))
-        elif volume.get("ephemeral"):
-            names.append(f"{pod_name}-{volume.get('name', '')}")
-    return names
-
-
 def _uses(pods: Iterable[Obj], claim_name: str) -> bool:
-    return any(not is_pod_terminal(p) and claim_name in pod_claim_names(p) for p in pods)
+    return any(not is_pod_terminal(p) and claim_name in [n for n, _ in pod_claims(p)] for p in pods)
 
 
 async def _set_finalizer(client: Any, res: type, obj: Obj, finalizer: str, present: bool) -> None:
@@ -73,7 +62,7 @@ class PVCProtectionController(Controller):
     def _on_pod(self, event: str, obj: Any, old: Any) -> None:
         pod = obj.to_dict()
         if event == "DELETED" or is_pod_terminal(pod) or pod["metadata"].get("deletionTimestamp"):
-            for name in pod_claim_names(pod):
+            for name, _ in pod_claims(pod):
                 self.queue.add(f"{pod['metadata']['namespace']}/{name}")
 
     async def sync(self, key: Any) -> None:
