@@ -267,6 +267,8 @@ KUBE_SCHEDULER: Final = "kube-scheduler"
 KUBE_PROXY: Final = "kube-proxy"
 ETCD: Final = "etcd"
 COREDNS: Final = "coredns"
+#: the local-path provisioner the lab deploys (image docker.io/rancher/local-path-provisioner)
+LOCAL_PATH_PROVISIONER: Final = "local-path-provisioner"
 PAUSE: Final = "pause"
 CONTROL_PLANE_COMPONENTS: Final = (KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER)
 DEFAULT_IMAGE_REPOSITORY: Final = "registry.k8s.io"

@@ -42,7 +42,9 @@ __all__ = [
 COMPONENT_VERSION_ENV = "PYKUBEADM_COMPONENT_VERSION"
 
 #: Images run as `pykubeadm component <name>`.
-_PYTHON_COMPONENTS = (c.KUBE_APISERVER, c.KUBE_CONTROLLER_MANAGER, c.KUBE_SCHEDULER, c.KUBE_PROXY, c.COREDNS)
+_PYTHON_COMPONENTS = (
+    c.KUBE_APISERVER, c.KUBE_CONTROLLER_MANAGER, c.KUBE_SCHEDULER, c.KUBE_PROXY, c.COREDNS, c.LOCAL_PATH_PROVISIONER
+)  # fmt: skip
 
 
 class ImageError(Exception):
@@ -95,7 +97,7 @@ def resolve_program(image: str, *, etcd_binary: str | None = None) -> Program:
     raise ImageError(
         "ErrImagePull",
         f'failed to pull image "{image}": the built-in runtime runs only kube-apiserver, kube-controller-manager, '
-        "kube-scheduler, kube-proxy, coredns and etcd images",
+        "kube-scheduler, kube-proxy, coredns, local-path-provisioner and etcd images",
     )
 
 
