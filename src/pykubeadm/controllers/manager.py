@@ -39,6 +39,7 @@ from pykubeadm.controllers.replicaset import ReplicaSetController
 from pykubeadm.controllers.rootcacertpublisher import RootCACertPublisher
 from pykubeadm.controllers.runtime import Controller, ControllerContext, run_with_informers
 from pykubeadm.controllers.serviceaccount import ServiceAccountsController
+from pykubeadm.controllers.statefulset import StatefulSetController
 from pykubeadm.controllers.tainteviction import TaintEvictionController
 from pykubeadm.controllers.tokencleaner import TokenCleanerController
 from pykubeadm.controllers.ttlafterfinished import TTLAfterFinishedController
@@ -83,6 +84,7 @@ CONTROLLERS: Final[dict[str, type[Controller]]] = {
     "pvc-protection": PVCProtectionController,
     "pv-protection": PVProtectionController,
     "ephemeral-volume": EphemeralVolumeController,
+    "statefulset": StatefulSetController,
 }
 
 #: ≥1.28 long names → classic names.
@@ -112,6 +114,7 @@ ALIASES: Final[dict[str, str]] = {
     "persistentvolumeclaim-protection-controller": "pvc-protection",
     "persistentvolume-protection-controller": "pv-protection",
     "ephemeral-volume-controller": "ephemeral-volume",
+    "statefulset-controller": "statefulset",
 }
 
 #: Every controller name kube-controller-manager knows (accepted in --controllers even if not implemented here).

@@ -184,6 +184,7 @@ CONTROLLER_ROLES: dict[str, list[dict[str, Any]]] = {
         r(["get", "create", "delete", "update", "patch"], [""], ["pods"]),
         r(["get", "create", "delete", "update", "patch", "list", "watch"], ["apps"], ["controllerrevisions"]),
         r(["get", "create"], [""], ["persistentvolumeclaims"]),
+        r(["update", "patch", "delete"], [""], ["persistentvolumeclaims"]),  # the StatefulSetAutoDeletePVC rule
         *_EVENTS,
     ],
     "taint-eviction-controller": [
