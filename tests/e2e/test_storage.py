@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from tests.e2e.test_lab import Lab, _kill_leftovers
 from tests.e2e.test_pods import wait_for
+from tests.e2e.test_workloads import apply
 
 pytestmark = pytest.mark.e2e
 
@@ -46,17 +47,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         pykubeadm("lab", "down", "--dir", str(lab_dir))
         left = _kill_leftovers(lab_dir)
         assert not left, f"lab down left processes running: {left}"
-
-
-def apply(lab: Lab, *objs: dict[str, Any]) -> None:
-    res = subprocess.run(
-        ["kubectl", "--kubeconfig", str(lab.admin), "apply", "-f", "-"],
-        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objs)}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert res.returncode == 0, res.stderr
 
 
 def get(lab: Lab, *args: str) -> Any:

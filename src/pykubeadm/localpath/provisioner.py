@@ -24,15 +24,16 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from lightkube.resources.core_v1 import Node, PersistentVolume, PersistentVolumeClaim, Pod
+from lightkube.resources.core_v1 import Node, PersistentVolume, Pod
 from lightkube.resources.storage_v1 import StorageClass
 
 from pykubeadm import constants as c
 from pykubeadm.client import ApiError, is_already_exists, is_not_found
 from pykubeadm.controllers.controllerutil_api import EventRecorder, api_error_message, model
 from pykubeadm.controllers.dictview import dict_view
+from pykubeadm.controllers.persistentvolume.base import ClaimsAndVolumes
 from pykubeadm.controllers.persistentvolume.matching import claim_class, claim_request
-from pykubeadm.controllers.runtime import Controller, ControllerContext, TemporaryError
+from pykubeadm.controllers.runtime import ControllerContext, TemporaryError
 from pykubeadm.localpath.config import ProvisionerConfig
 
 __all__ = ["ANN_SELECTED_NODE_LOCAL", "HELPER_TIMEOUT", "PROVISIONER_NAME", "LocalPathProvisioner", "volume_dir"]
@@ -53,7 +54,7 @@ def volume_dir(base: str, pv_name: str, claim: Obj) -> str:
     return posixpath.join(base, f"{pv_name}_{meta.get('namespace')}_{meta['name']}")
 
 
-class LocalPathProvisioner(Controller):
+class LocalPathProvisioner(ClaimsAndVolumes):
     name = "local-path-provisioner"
     workers = 16  # each provisioning waits for its helper Pod: many claims at once
 
@@ -78,29 +79,17 @@ class LocalPathProvisioner(Controller):
 
     def setup(self) -> None:
         self.recorder = EventRecorder(self.client, self.provisioner_name)
-        self.claims = dict_view(self.watch(PersistentVolumeClaim, self._on_claim, namespace="*"))
-        self.volumes = dict_view(self.watch(PersistentVolume, self._on_volume))
+        self.watch_claims_and_volumes(self._on_claim, self._on_volume)
         self.classes = dict_view(self.watch(StorageClass, lambda *_: None))
         self.helpers = dict_view(self.watch(Pod, lambda *_: None, namespace=self.namespace))
 
     def _on_claim(self, event: str, obj: Any, old: Any) -> None:
         if event != "DELETED":
-            self.queue.add(f"claim:{obj.metadata.namespace}/{obj.metadata.name}")
+            self.add_claim(obj.metadata.namespace, obj.metadata.name)
 
     def _on_volume(self, event: str, obj: Any, old: Any) -> None:
         if event != "DELETED":
-            self.queue.add(f"volume:{obj.metadata.name}")
-
-    async def sync(self, key: Any) -> None:
-        kind, _, name = str(key).partition(":")
-        if kind == "claim":
-            claim = self.claims.get(name)
-            if claim is not None:
-                await self._sync_claim(claim)
-        else:
-            volume = self.volumes.get(name)
-            if volume is not None:
-                await self._sync_volume(volume)
+            self.add_volume(obj.metadata.name)
 
     # --- provisioning --------------------------------------------------------------------------------------------------
 
@@ -120,7 +109,7 @@ class LocalPathProvisioner(Controller):
             return None
         return storage_class
 
-    async def _sync_claim(self, claim: Obj) -> None:
+    async def sync_claim(self, claim: Obj) -> None:
         storage_class = self._class_for(claim)
         if storage_class is None:
             return
@@ -194,7 +183,7 @@ class LocalPathProvisioner(Controller):
 
     # --- deleting ------------------------------------------------------------------------------------------------------
 
-    async def _sync_volume(self, volume: Obj) -> None:
+    async def sync_volume(self, volume: Obj) -> None:
         meta, spec = volume["metadata"], volume.get("spec") or {}
         if (meta.get("annotations") or {}).get(c.ANN_PROVISIONED_BY) != self.provisioner_name:
             return

@@ -32,13 +32,14 @@ from pykubeadm import constants as c
 from pykubeadm.client import ApiError, is_conflict, is_not_found
 from pykubeadm.controllers.controllerutil_api import EventRecorder, model
 from pykubeadm.controllers.dictview import dict_view
+from pykubeadm.controllers.persistentvolume.base import ClaimsAndVolumes
 from pykubeadm.controllers.persistentvolume.matching import (
     claim_class,
     find_matching_volume,
     is_volume_bound_to_claim,
     volume_mismatch,
 )
-from pykubeadm.controllers.runtime import Controller, TemporaryError
+from pykubeadm.controllers.runtime import TemporaryError
 from pykubeadm.util.apitime import now_time
 from pykubeadm.util.storageclass import default_class
 
@@ -68,19 +69,15 @@ def _claim_key(claim: Obj) -> str:
     return f"{claim['metadata'].get('namespace')}/{claim['metadata']['name']}"
 
 
-class PersistentVolumeController(Controller):
+class PersistentVolumeController(ClaimsAndVolumes):
     name = "persistentvolume-binder"
     service_account = "persistent-volume-binder"
     workers = 1  # kube's binder syncs one claim and one volume at a time: no two claims race for a volume
 
     def setup(self) -> None:
         self.recorder = EventRecorder(self.client, COMPONENT)
-        self.volume_informer = self.watch(PersistentVolume, self._on_volume)
-        self.claim_informer = self.watch(PersistentVolumeClaim, self._on_claim, namespace="*")
-        self.class_informer = self.watch(StorageClass, self._on_class)
-        self.volumes = dict_view(self.volume_informer)
-        self.claims = dict_view(self.claim_informer)
-        self.classes = dict_view(self.class_informer)
+        self.watch_claims_and_volumes(self._on_claim, self._on_volume)
+        self.classes = dict_view(self.watch(StorageClass, self._on_class))
 
     # --- event handlers ----------------------------------------------------------------------------------------------
 
@@ -89,43 +86,32 @@ class PersistentVolumeController(Controller):
         if event == "DELETED":
             volume = (claim.get("spec") or {}).get("volumeName")
             if volume:
-                self.queue.add(f"volume:{volume}")
+                self.add_volume(volume)
             return
-        self.queue.add(f"claim:{_claim_key(claim)}")
+        self.add_claim(claim["metadata"].get("namespace"), claim["metadata"]["name"])
 
     def _on_volume(self, event: str, obj: Any, old: Any) -> None:
         name = obj.metadata.name
         if event != "DELETED":
-            self.queue.add(f"volume:{name}")
+            self.add_volume(name)
         ref = obj.spec.claimRef if obj.spec else None
         if ref is not None and ref.name:
-            self.queue.add(f"claim:{ref.namespace}/{ref.name}")
+            self.add_claim(ref.namespace, ref.name)
         for claim in self.claims.items():  # claims that asked for this volume by name
             if (claim.get("spec") or {}).get("volumeName") == name and not _ann(claim).get(c.ANN_BIND_COMPLETED):
-                self.queue.add(f"claim:{_claim_key(claim)}")
+                self.add_claim(claim["metadata"].get("namespace"), claim["metadata"]["name"])
 
     def _on_class(self, event: str, obj: Any, old: Any) -> None:
         for claim in self.claims.items():
             if (claim.get("status") or {}).get("phase") in (None, "Pending"):
-                self.queue.add(f"claim:{_claim_key(claim)}")
+                self.add_claim(claim["metadata"].get("namespace"), claim["metadata"]["name"])
 
     # --- sync --------------------------------------------------------------------------------------------------------
-
-    async def sync(self, key: Any) -> None:
-        kind, _, name = str(key).partition(":")
-        if kind == "claim":
-            claim = self.claims.get(name)
-            if claim is not None:
-                await self._sync_claim(claim)
-        else:
-            volume = self.volumes.get(name)
-            if volume is not None:
-                await self._sync_volume(volume)
 
     def _storage_class(self, name: str) -> Obj | None:
         return self.classes.get(name) if name else None
 
-    async def _sync_claim(self, claim: Obj) -> None:
+    async def sync_claim(self, claim: Obj) -> None:
         spec = claim.get("spec") or {}
         if (
             spec.get("storageClassName") is None
@@ -283,7 +269,7 @@ class PersistentVolumeController(Controller):
 
     # --- volumes -----------------------------------------------------------------------------------------------------
 
-    async def _sync_volume(self, volume: Obj) -> None:
+    async def sync_volume(self, volume: Obj) -> None:
         spec = volume.get("spec") or {}
         ref = spec.get("claimRef")
         if not ref or not ref.get("uid"):
@@ -298,7 +284,9 @@ class PersistentVolumeController(Controller):
             return
         bound_to = (claim.get("spec") or {}).get("volumeName")
         if not bound_to:
-            self.queue.add(f"claim:{_claim_key(claim)}")  # the claim's sync finishes (or re-makes) the binding
+            self.add_claim(
+                claim["metadata"].get("namespace"), claim["metadata"]["name"]
+            )  # the claim's sync finishes (or re-makes) the binding
         elif bound_to == volume["metadata"]["name"]:
             await self._set_volume_phase(volume, "Bound")
         elif _ann(volume).get(c.ANN_PROVISIONED_BY) and spec.get("persistentVolumeReclaimPolicy") == "Delete":
