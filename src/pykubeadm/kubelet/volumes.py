@@ -5,7 +5,10 @@ container starts, `mounts_for(container)` for each container (given to `sandbox.
 on every periodic sync (ConfigMap/Secret/downward-API contents; the service-account token renewed at 80 % of its
 life), `await teardown()` when the Pod is gone. Volumes live under `<pod dir>/volumes/<plugin>/<name>`
 (`kubernetes.io~configmap`, `~secret`, `~projected`, `~empty-dir`, `~downward-api`); hostPath volumes are paths under
-the node root (`Layout.host`) checked as `runtime.prepare_host_paths` does. ConfigMaps and Secrets are read through
+the node root (`Layout.host`) checked as `runtime.prepare_host_paths` does. `persistentVolumeClaim` and generic
+`ephemeral` volumes (claim `<pod>-<volume>`, owned by the Pod) resolve through the bound PersistentVolume to a
+hostPath or `local` directory of this node (a `local` one gets `securityContext.fsGroup` ownership); an unbound claim
+fails the mount ("error processing PVC ns/name: PVC is not bound") and the pod worker retries. ConfigMaps and Secrets are read through
 `objects` (a node-wide `envvars.ObjectCache` with a TTL) when given, else afresh on each setup/refresh. API-data
 volumes are written with the kubelet's atomic writer layout (files in a timestamped `..<time>` directory, `..data` a
 symlink to it swapped by a rename, each top-level name a symlink through `..data`), so a container never sees half an
@@ -393,10 +396,37 @@ class PodVolumes:
         elif spec.get("local"):
             source = {"name": volume["name"], "hostPath": {"path": spec["local"]["path"], "type": "Directory"}}
             self._host_path(source)
+            self._fs_group(self.layout.host(spec["local"]["path"]))  # hostPath volumes keep their ownership
         else:
             raise VolumeError("FailedMount", self._failed(volume, f"PersistentVolume {pv_name}: only hostPath and "
                               "local volumes can be mounted on this node"))  # fmt: skip
         self._state.claims[volume["name"]] = self.layout.host(source["hostPath"]["path"])
+
+    def _fs_group(self, root: Path) -> None:
+        """The kubelet's SetVolumeOwnership for `securityContext.fsGroup`: group-owned by it, group read/write
+        (execute where the owner has it), setgid directories; `OnRootMismatch` skips a volume whose root already
+        matches."""
+        context = self._spec.get("securityContext") or {}
+        if context.get("fsGroup") is None:
+            return
+        gid = int(context["fsGroup"])
+        st = root.stat()
+        if (
+            context.get("fsGroupChangePolicy") == "OnRootMismatch"
+            and st.st_gid == gid
+            and st.st_mode & 0o2070 == 0o2070
+        ):
+            return
+        for dirpath, dirnames, filenames in os.walk(root):
+            for name in [None, *filenames]:
+                path = Path(dirpath) if name is None else Path(dirpath) / name
+                mode = path.lstat().st_mode
+                if stat.S_ISLNK(mode):
+                    continue
+                os.chown(path, -1, gid)
+                extra = stat.S_IRGRP | stat.S_IWGRP | (stat.S_IXGRP if mode & stat.S_IXUSR else 0)
+                os.chmod(path, stat.S_IMODE(mode) | extra | (stat.S_ISGID if name is None else 0))
+            dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
 
     def _empty_dir(self, volume: Obj) -> None:
         path = self.volume_dir(volume)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,19 @@ async def test_an_ephemeral_volume_uses_the_claim_the_pod_owns(tmp_path: Path) -
     bind(api, "web-0-scratch", "pv-s", {"hostPath": {"path": "/srv/s", "type": "DirectoryOrCreate"}}, owner="pod-uid")
     await volumes_of(p, api, tmp_path).setup()
     assert (tmp_path / "node/srv/s").is_dir()
+
+
+async def test_fs_group_owns_a_local_volume(tmp_path: Path) -> None:
+    api = FakeApi()
+    bind(api, "data", "local-1", {"local": {"path": "/mnt/disk1"}})
+    disk = tmp_path / "node/mnt/disk1"
+    (disk / "sub").mkdir(parents=True)
+    (disk / "sub/file").write_text("x")
+    (disk / "sub/file").chmod(0o600)
+    p = pod([{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}], [])
+    p["spec"]["securityContext"] = {"fsGroup": 2000}
+    await volumes_of(p, api, tmp_path).setup()
+    for path in (disk, disk / "sub", disk / "sub/file"):
+        assert path.stat().st_gid == 2000
+    assert stat.S_IMODE((disk / "sub/file").stat().st_mode) == 0o660
+    assert (disk / "sub").stat().st_mode & stat.S_ISGID
