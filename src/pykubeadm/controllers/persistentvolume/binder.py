@@ -6,9 +6,11 @@ first consumer (WaitForFirstConsumer class, no selected node yet), or is handed 
 `volume.kubernetes.io/storage-provisioner` annotation (and the beta one) with kube's `ExternalProvisioning` event, or
 reports `FailedBinding` when it has no class. Binding writes the volume first (claimRef, `bound-by-controller`, phase
 Bound), then the claim (volumeName, `bind-completed`, status Bound with the volume's capacity and access modes). A
-bound claim whose volume went away becomes `Lost` (`ClaimLost`); two claims on one volume: `ClaimMisbound`.
+bound claim whose volume went away becomes `Lost` (`ClaimLost`); two claims on one volume: `ClaimMisbound`. A
+delayed claim used by unscheduled Pods says so (`WaitForPodScheduled`).
 
-A volume without claimRef is `Available`; one whose claim is gone is `Released` and reclaimed: `Retain` keeps it,
+A volume without claimRef is `Available`; one whose claim is gone (the cache's answer checked with the API server,
+as a provisioner's volume may be seen before its claim) is `Released` and reclaimed: `Retain` keeps it,
 `Delete` leaves a dynamically provisioned volume to its external provisioner (which deletes it) and fails others
 (`VolumeFailedDelete`: no in-tree deleter here), `Recycle` fails (`VolumeFailedRecycle`). Claims created without a
 class get the default StorageClass once one exists (kube's retroactive default class assignment).
@@ -25,6 +27,7 @@ from lightkube.resources.core_v1 import (
     PersistentVolumeClaim,
     PersistentVolumeClaimStatus,
     PersistentVolumeStatus,
+    Pod,
 )
 from lightkube.resources.storage_v1 import StorageClass
 
@@ -37,6 +40,7 @@ from pykubeadm.controllers.persistentvolume.matching import (
     claim_class,
     find_matching_volume,
     is_volume_bound_to_claim,
+    pod_claims,
     volume_mismatch,
 )
 from pykubeadm.controllers.runtime import TemporaryError
@@ -78,6 +82,7 @@ class PersistentVolumeController(ClaimsAndVolumes):
         self.recorder = EventRecorder(self.client, COMPONENT)
         self.watch_claims_and_volumes(self._on_claim, self._on_volume)
         self.classes = dict_view(self.watch(StorageClass, self._on_class))
+        self.pods = dict_view(self.watch(Pod, lambda *_: None, namespace="*"))
 
     # --- event handlers ----------------------------------------------------------------------------------------------
 
@@ -145,9 +150,7 @@ class PersistentVolumeController(ClaimsAndVolumes):
                 await self._bind(dict(volume), claim)
                 return
             if delay:
-                self._event(
-                    claim, "Normal", "WaitForFirstConsumer", "waiting for first consumer to be created before binding"
-                )
+                self._wait_for_consumer_event(claim)
             elif not class_name:
                 self._event(
                     claim,
@@ -276,6 +279,8 @@ class PersistentVolumeController(ClaimsAndVolumes):
             await self._set_volume_phase(volume, "Available")
             return
         claim = self.claims.get(f"{ref.get('namespace')}/{ref.get('name')}")
+        if claim is None and (volume.get("status") or {}).get("phase") not in _RELEASED:
+            claim = await self._live_claim(ref)  # a provisioner's volume may be seen before its claim: ask the API
         if claim is not None and claim["metadata"].get("uid") != ref.get("uid"):
             claim = None
         if claim is None:
@@ -294,6 +299,37 @@ class PersistentVolumeController(ClaimsAndVolumes):
             await self._reclaim(volume)  # provisioned for a claim that got bound elsewhere: not needed
         else:
             await self._unbind(volume)
+
+    async def _live_claim(self, ref: Obj) -> Obj | None:
+        try:
+            found = await self.client.get(
+                PersistentVolumeClaim, str(ref.get("name") or ""), namespace=ref.get("namespace")
+            )
+        except ApiError as err:
+            if is_not_found(err):
+                return None
+            raise TemporaryError(f"getting claim {ref.get('namespace')}/{ref.get('name')}: {err}") from err
+        return dict(found.to_dict())
+
+    def _wait_for_consumer_event(self, claim: Obj) -> None:
+        """emitEventForUnboundDelayBindingClaim: WaitForFirstConsumer, or WaitForPodScheduled naming the Pods that
+        use the claim and are not scheduled yet."""
+        meta = claim["metadata"]
+        waiting = sorted(
+            p["metadata"]["name"]
+            for p in self.pods.items(meta.get("namespace"))
+            if not (p.get("spec") or {}).get("nodeName")
+            and not p["metadata"].get("deletionTimestamp")
+            and meta["name"] in [name for name, _ in pod_claims(p)]
+        )
+        if not waiting:
+            self._event(
+                claim, "Normal", "WaitForFirstConsumer", "waiting for first consumer to be created before binding"
+            )
+        elif len(waiting) == 1:
+            self._event(claim, "Normal", "WaitForPodScheduled", f"waiting for pod {waiting[0]} to be scheduled")
+        else:
+            self._event(claim, "Normal", "WaitForPodScheduled", f"waiting for pods {','.join(waiting)} to be scheduled")
 
     async def _unbind(self, volume: Obj) -> None:
         body = copy.deepcopy(volume)
