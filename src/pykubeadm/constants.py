@@ -269,6 +269,8 @@ ETCD: Final = "etcd"
 COREDNS: Final = "coredns"
 #: The lab's network addon (kind's kindnetd image name; the built-in program `pykubeadm.kindnet`).
 KINDNETD: Final = "kindnetd"
+#: the local-path provisioner the lab deploys (image docker.io/rancher/local-path-provisioner)
+LOCAL_PATH_PROVISIONER: Final = "local-path-provisioner"
 PAUSE: Final = "pause"
 CONTROL_PLANE_COMPONENTS: Final = (KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER)
 DEFAULT_IMAGE_REPOSITORY: Final = "registry.k8s.io"
@@ -317,3 +319,23 @@ DEFAULT_CNI_BIN_DIR: Final = "/usr/lib/cni:/opt/cni/bin"
 DEFAULT_CNI_CACHE_DIR: Final = "/var/lib/cni"
 #: CNI: the configuration directory kubelets and runtimes read (a node path).
 DEFAULT_CNI_CONF_DIR: Final = "/etc/cni/net.d"
+# --- storage: the annotations and finalizers of kube's persistent-volume machinery --------------------------------
+#: on a claim: the binder finished binding it (pv_controller's annBindCompleted)
+ANN_BIND_COMPLETED: Final = "pv.kubernetes.io/bind-completed"
+#: on a claim or volume: the binder (not a user) bound it (annBoundByController)
+ANN_BOUND_BY_CONTROLLER: Final = "pv.kubernetes.io/bound-by-controller"
+#: on a volume: which provisioner made it (annDynamicallyProvisioned)
+ANN_PROVISIONED_BY: Final = "pv.kubernetes.io/provisioned-by"
+#: on a claim: the provisioner expected to make its volume, and its pre-1.23 beta spelling
+ANN_STORAGE_PROVISIONER: Final = "volume.kubernetes.io/storage-provisioner"
+ANN_BETA_STORAGE_PROVISIONER: Final = "volume.beta.kubernetes.io/storage-provisioner"
+#: on a claim: the Node the scheduler chose for its first consumer (WaitForFirstConsumer)
+ANN_SELECTED_NODE: Final = "volume.kubernetes.io/selected-node"
+#: on a StorageClass: the class claims without one get (and its beta spelling)
+ANN_DEFAULT_STORAGE_CLASS: Final = "storageclass.kubernetes.io/is-default-class"
+ANN_BETA_DEFAULT_STORAGE_CLASS: Final = "storageclass.beta.kubernetes.io/is-default-class"
+#: finalizers of the pvc-protection and pv-protection controllers
+PVC_PROTECTION_FINALIZER: Final = "kubernetes.io/pvc-protection"
+PV_PROTECTION_FINALIZER: Final = "kubernetes.io/pv-protection"
+#: a StorageClass provisioner that provisions nothing (statically made local volumes)
+NO_PROVISIONER: Final = "kubernetes.io/no-provisioner"

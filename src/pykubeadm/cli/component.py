@@ -21,6 +21,7 @@ COMPONENTS: dict[str, str] = {
     "kube-proxy": "pykubeadm.proxy.cli",
     "coredns": "pykubeadm.dns.cli",
     "kindnetd": "pykubeadm.kindnet.cli",
+    "local-path-provisioner": "pykubeadm.localpath.cli",
 }
 
 

@@ -23,16 +23,23 @@ from pykubeadm.controllers.deployment import DeploymentController
 from pykubeadm.controllers.disruption import DisruptionController
 from pykubeadm.controllers.endpoints import EndpointController
 from pykubeadm.controllers.endpointslice import EndpointSliceController
+from pykubeadm.controllers.ephemeral import EphemeralVolumeController
 from pykubeadm.controllers.garbagecollector import GarbageCollectorController
 from pykubeadm.controllers.job import JobController
 from pykubeadm.controllers.namespace import NamespaceController
 from pykubeadm.controllers.nodeipam import NodeIPAMController
 from pykubeadm.controllers.nodelifecycle import NodeLifecycleController
+from pykubeadm.controllers.persistentvolume import (
+    PersistentVolumeController,
+    PVCProtectionController,
+    PVProtectionController,
+)
 from pykubeadm.controllers.podgc import PodGCController
 from pykubeadm.controllers.replicaset import ReplicaSetController
 from pykubeadm.controllers.rootcacertpublisher import RootCACertPublisher
 from pykubeadm.controllers.runtime import Controller, ControllerContext, run_with_informers
 from pykubeadm.controllers.serviceaccount import ServiceAccountsController
+from pykubeadm.controllers.statefulset import StatefulSetController
 from pykubeadm.controllers.tainteviction import TaintEvictionController
 from pykubeadm.controllers.tokencleaner import TokenCleanerController
 from pykubeadm.controllers.ttlafterfinished import TTLAfterFinishedController
@@ -73,6 +80,11 @@ CONTROLLERS: Final[dict[str, type[Controller]]] = {
     "cronjob": CronJobController,
     "job": JobController,
     "ttl-after-finished": TTLAfterFinishedController,
+    "persistentvolume-binder": PersistentVolumeController,
+    "pvc-protection": PVCProtectionController,
+    "pv-protection": PVProtectionController,
+    "ephemeral-volume": EphemeralVolumeController,
+    "statefulset": StatefulSetController,
 }
 
 #: ≥1.28 long names → classic names.
@@ -98,6 +110,11 @@ ALIASES: Final[dict[str, str]] = {
     "cronjob-controller": "cronjob",
     "job-controller": "job",
     "ttl-after-finished-controller": "ttl-after-finished",
+    "persistentvolume-binder-controller": "persistentvolume-binder",
+    "persistentvolumeclaim-protection-controller": "pvc-protection",
+    "persistentvolume-protection-controller": "pv-protection",
+    "ephemeral-volume-controller": "ephemeral-volume",
+    "statefulset-controller": "statefulset",
 }
 
 #: Every controller name kube-controller-manager knows (accepted in --controllers even if not implemented here).

@@ -50,6 +50,7 @@ _PYTHON_COMPONENTS = (
     c.KUBE_PROXY,
     c.COREDNS,
     c.KINDNETD,
+    c.LOCAL_PATH_PROVISIONER,
 )
 
 
@@ -103,7 +104,7 @@ def resolve_program(image: str, *, etcd_binary: str | None = None) -> Program:
     raise ImageError(
         "ErrImagePull",
         f'failed to pull image "{image}": the built-in runtime runs only kube-apiserver, kube-controller-manager, '
-        "kube-scheduler, kube-proxy, coredns, kindnetd and etcd images",
+        "kube-scheduler, kube-proxy, coredns, kindnetd, local-path-provisioner and etcd images",
     )
 
 

@@ -5,7 +5,10 @@ container starts, `mounts_for(container)` for each container (given to `sandbox.
 on every periodic sync (ConfigMap/Secret/downward-API contents; the service-account token renewed at 80 % of its
 life), `await teardown()` when the Pod is gone. Volumes live under `<pod dir>/volumes/<plugin>/<name>`
 (`kubernetes.io~configmap`, `~secret`, `~projected`, `~empty-dir`, `~downward-api`); hostPath volumes are paths under
-the node root (`Layout.host`) checked as `runtime.prepare_host_paths` does. ConfigMaps and Secrets are read through
+the node root (`Layout.host`) checked as `runtime.prepare_host_paths` does. `persistentVolumeClaim` and generic
+`ephemeral` volumes (claim `<pod>-<volume>`, owned by the Pod) resolve through the bound PersistentVolume to a
+hostPath or `local` directory of this node (a `local` one gets `securityContext.fsGroup` ownership); an unbound claim
+fails the mount ("error processing PVC ns/name: PVC is not bound") and the pod worker retries. ConfigMaps and Secrets are read through
 `objects` (a node-wide `envvars.ObjectCache` with a TTL) when given, else afresh on each setup/refresh. API-data
 volumes are written with the kubelet's atomic writer layout (files in a timestamped `..<time>` directory, `..data` a
 symlink to it swapped by a rename, each top-level name a symlink through `..data`), so a container never sees half an
@@ -48,6 +51,8 @@ PLUGIN_DIRS = {
     "projected": "kubernetes.io~projected",
     "downwardAPI": "kubernetes.io~downward-api",
 }
+#: Sources backed by a PersistentVolumeClaim (a generic ephemeral volume's claim is `<pod>-<volume>`).
+_CLAIMS = ("persistentVolumeClaim", "ephemeral")
 #: Sources the kubelet always mounts read-only.
 _API_DATA = ("configMap", "secret", "projected", "downwardAPI")
 _DEFAULT_MODE = 0o644  # kube's defaultMode 420
@@ -156,6 +161,8 @@ class _Token:
 class _State:
     tokens: dict[tuple[str, int], _Token] = field(default_factory=dict)
     tmpfs: set[Path] = field(default_factory=set)
+    #: claim volumes (persistentVolumeClaim, ephemeral) → the bound PersistentVolume's directory on this node
+    claims: dict[str, Path] = field(default_factory=dict)
 
 
 def _parse_time(value: str) -> float:
@@ -213,6 +220,11 @@ class PodVolumes:
         kind = _source_kind(volume)
         if kind == "hostPath":
             return self.layout.host(volume["hostPath"]["path"])
+        if kind in _CLAIMS:
+            path = self._state.claims.get(volume["name"])
+            if path is None:
+                raise VolumeError("FailedMount", self._failed(volume, "the claim's volume is not set up"))
+            return path
         if kind not in PLUGIN_DIRS:
             raise VolumeError("FailedMount", self._failed(volume, f"volume type {kind!r} is not supported here"))
         return Layout.pod_volume_dir(self.pod_dir, PLUGIN_DIRS[kind], volume["name"])
@@ -299,6 +311,7 @@ class PodVolumes:
                         f'of container "{container.get("name")}": subPath {sub!r} resolves outside the volume',
                     )
             read_only = bool(vm.get("readOnly")) or _source_kind(volume) in _API_DATA
+            read_only = read_only or bool((volume.get("persistentVolumeClaim") or {}).get("readOnly"))
             out.append(Mount(host, str(vm.get("mountPath", "")), read_only))
         return out
 
@@ -310,6 +323,8 @@ class PodVolumes:
                 self._host_path(volume)
             elif kind == "emptyDir":
                 self._empty_dir(volume)
+            elif kind in _CLAIMS:
+                await self._claim(volume)
             elif kind in _API_DATA:
                 payload = await self._payload(volume, kind)
                 if payload is not None:
@@ -341,6 +356,77 @@ class PodVolumes:
                 raise VolumeError(
                     "FailedMount", self._failed(volume, f"hostPath type check failed: {hp['path']} is not {check[1]}")
                 )
+
+    async def _claim(self, volume: Obj) -> None:
+        """Resolve a claim volume through its bound PersistentVolume (hostPath or local, a directory on this node)."""
+        pod_name = str(self._meta.get("name", ""))
+        if "ephemeral" in volume:
+            name = f"{pod_name}-{volume['name']}"
+        else:
+            name = str(volume["persistentVolumeClaim"].get("claimName", ""))
+        what = f"error processing PVC {self._namespace}/{name}"
+        try:
+            claim = await self.client.get(f"/api/v1/namespaces/{self._namespace}/persistentvolumeclaims/{name}")
+        except ApiError as e:
+            raise VolumeError("FailedMount", f"{what}: failed to fetch PVC from API server: {e.message}") from e
+        if "ephemeral" in volume and not any(
+            ref.get("uid") == self._meta.get("uid") and ref.get("controller")
+            for ref in (claim.get("metadata") or {}).get("ownerReferences") or []
+        ):
+            raise VolumeError("FailedMount", f"{what}: PVC was not created for pod {self._namespace}/{pod_name} "
+                              "(pod is not owner)")  # fmt: skip
+        pv_name = (claim.get("spec") or {}).get("volumeName")
+        if not pv_name or (claim.get("status") or {}).get("phase") != "Bound":
+            raise VolumeError("FailedMount", f"{what}: PVC is not bound")
+        try:
+            pv = await self.client.get(f"/api/v1/persistentvolumes/{pv_name}")
+        except ApiError as e:
+            raise VolumeError(
+                "FailedMount", f"{what}: failed to fetch PV {pv_name} from API server: {e.message}"
+            ) from e
+        ref = (pv.get("spec") or {}).get("claimRef") or {}
+        if ref.get("uid") != (claim.get("metadata") or {}).get("uid"):
+            raise VolumeError(
+                "FailedMount", f"{what}: the PV's claimRef does not point to PVC {self._namespace}/{name}"
+            )
+        spec = pv.get("spec") or {}
+        if spec.get("hostPath"):
+            source: Obj = {"name": volume["name"], "hostPath": dict(spec["hostPath"])}
+            self._host_path(source)
+        elif spec.get("local"):
+            source = {"name": volume["name"], "hostPath": {"path": spec["local"]["path"], "type": "Directory"}}
+            self._host_path(source)
+            self._fs_group(self.layout.host(spec["local"]["path"]))  # hostPath volumes keep their ownership
+        else:
+            raise VolumeError("FailedMount", self._failed(volume, f"PersistentVolume {pv_name}: only hostPath and "
+                              "local volumes can be mounted on this node"))  # fmt: skip
+        self._state.claims[volume["name"]] = self.layout.host(source["hostPath"]["path"])
+
+    def _fs_group(self, root: Path) -> None:
+        """The kubelet's SetVolumeOwnership for `securityContext.fsGroup`: group-owned by it, group read/write
+        (execute where the owner has it), setgid directories; `OnRootMismatch` skips a volume whose root already
+        matches."""
+        context = self._spec.get("securityContext") or {}
+        if context.get("fsGroup") is None:
+            return
+        gid = int(context["fsGroup"])
+        st = root.stat()
+        if (
+            context.get("fsGroupChangePolicy") == "OnRootMismatch"
+            and st.st_gid == gid
+            and st.st_mode & 0o2070 == 0o2070
+        ):
+            return
+        for dirpath, dirnames, filenames in os.walk(root):
+            for name in [None, *filenames]:
+                path = Path(dirpath) if name is None else Path(dirpath) / name
+                mode = path.lstat().st_mode
+                if stat.S_ISLNK(mode):
+                    continue
+                os.chown(path, -1, gid)
+                extra = stat.S_IRGRP | stat.S_IWGRP | (stat.S_IXGRP if mode & stat.S_IXUSR else 0)
+                os.chmod(path, stat.S_IMODE(mode) | extra | (stat.S_ISGID if name is None else 0))
+            dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
 
     def _empty_dir(self, volume: Obj) -> None:
         path = self.volume_dir(volume)

@@ -424,6 +424,9 @@ def lab_up(
     if init_code != 0:
         _wait_joins(procs, out)
         raise init_failed()
+    from pykubeadm.lab.addons import install_addons
+
+    install_addons(admin_kubeconfig(lab_dir), out)
     for _ in range(control_planes - 1):
         node = new_node(lab_dir, nodes, control_plane=True)
         nodes.append(node)

@@ -11,7 +11,7 @@ Pods, but with no lower-priority victims kube says "No preemption victims found 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,12 +44,19 @@ class Decision:
     scores: dict[str, float] = field(default_factory=dict)
 
 
-def choose_node(pod: Obj, nodes: Sequence[NodeInfo]) -> Decision:
+def choose_node(
+    pod: Obj, nodes: Sequence[NodeInfo], volume_filter: Callable[[Obj], str | None] | None = None
+) -> Decision:
+    """The best Node for `pod`; `volume_filter(node)` is the VolumeBinding Filter (its reason, or None)."""
     cycle = Cycle(pod, nodes)
     failures: dict[str, Failure] = {}
     feasible: list[NodeInfo] = []
     for ni in nodes:
         failure = run_filters(cycle, ni)
+        if failure is None and volume_filter is not None:
+            reason = volume_filter(ni.node)
+            if reason is not None:
+                failure = Failure((reason,))
         if failure is None:
             feasible.append(ni)
         else:
@@ -69,7 +76,9 @@ def _histogram(counts: Counter[str]) -> str:
     return ", ".join(sorted(f"{count} {reason}" for reason, count in counts.items()))
 
 
-def unschedulable_message(total_nodes: int, failures: Mapping[str, Failure], preemption_never: bool = False) -> str:
+def unschedulable_message(
+    total_nodes: int, failures: Mapping[str, Failure], preemption_never: bool = False, pre_filter: str = ""
+) -> str:
     """kube-scheduler's FitError: `0/3 nodes are available: 1 node(s) had untolerated taint {…}, 2 node(s) didn't
     match Pod's node affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for
     scheduling.`"""
@@ -79,6 +88,9 @@ def unschedulable_message(total_nodes: int, failures: Mapping[str, Failure], pre
     for failure in failures.values():
         reasons.update(failure.reasons)
     message = f"0/{total_nodes} nodes are available:"
+    if pre_filter:  # a PreFilter plugin rejected the Pod before any Node was looked at
+        message += f" {pre_filter}."
+        failures = {f"node-{i}": Failure(()) for i in range(total_nodes)}
     if reasons:
         message += f" {_histogram(reasons)}."
     if preemption_never:

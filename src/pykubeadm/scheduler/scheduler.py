@@ -15,14 +15,18 @@ import logging
 import time
 from typing import Any
 
-from lightkube.resources.core_v1 import Node, Pod, PodBinding, PodStatus
+from lightkube.resources.core_v1 import Node, PersistentVolume, PersistentVolumeClaim, Pod, PodBinding, PodStatus
+from lightkube.resources.storage_v1 import StorageClass
 
 from pykubeadm.client import ApiError, is_conflict, is_not_found
 from pykubeadm.controllers.controllerutil_api import EventRecorder, api_error_message, model
+from pykubeadm.controllers.dictview import dict_view
 from pykubeadm.controllers.runtime import Controller, TemporaryError
 from pykubeadm.scheduler.binder import choose_node, is_pending, unschedulable_message
 from pykubeadm.scheduler.metrics import SchedulerMetrics
 from pykubeadm.scheduler.nodeinfo import NodeInfo, pod_info
+from pykubeadm.scheduler.volumebinding import pre_filter
+from pykubeadm.scheduler.volumeprebind import VolumePreBinder
 from pykubeadm.util.apitime import now_time
 
 __all__ = ["SCHEDULER_NAME", "SchedulerController"]
@@ -45,6 +49,10 @@ class SchedulerController(Controller):
         self.pods = self.watch(Pod, self._on_pod, namespace="*")
         self.nodes = self.watch(Node, self._on_node)
         self.recorder = EventRecorder(self.client, SCHEDULER_NAME)
+        self.claims = dict_view(self.watch(PersistentVolumeClaim, self._on_storage, namespace="*"))
+        self.volumes = dict_view(self.watch(PersistentVolume, self._on_storage))
+        self.classes = dict_view(self.watch(StorageClass, self._on_storage))
+        self.volume_binder = VolumePreBinder(self.client, self.claims)
         self._infos: dict[str, NodeInfo] = {}  # node name → NodeInfo (also for Nodes not (yet) in the informer)
         self._present: set[str] = set()  # Nodes the informer has
         self._placed: dict[str, str] = {}  # pod key → the node it counts on (bound or assumed)
@@ -98,6 +106,9 @@ class SchedulerController(Controller):
         if key not in self._assumed:
             self.queue.add(key)
 
+    def _on_storage(self, event: str, obj: Any, old: Any) -> None:
+        self._requeue_unschedulable()  # a claim bound, a volume or class appeared
+
     def _on_node(self, event: str, obj: Any, old: Any) -> None:
         name = obj.metadata.name
         if event == "DELETED":
@@ -135,25 +146,59 @@ class SchedulerController(Controller):
         started = time.monotonic()
         self._attempts[key] = self._attempts.get(key, 0) + 1
         nodes = self.node_infos()
-        decision = choose_node(pod, nodes)
+        namespace = pod["metadata"].get("namespace", "")
+        pod_volumes, rejected = pre_filter(
+            pod,
+            lambda name: self.claims.get(f"{namespace}/{name}"),
+            self.classes.get,
+            self.volumes.get,
+        )
+        all_volumes = self.volumes.items()
+        taken = self.volume_binder.is_assumed
+        decision = choose_node(
+            pod,
+            nodes if pod_volumes is not None else [],
+            None
+            if pod_volumes is None or not (pod_volumes.bound or pod_volumes.unbound)
+            else lambda node: pod_volumes.filter(node, all_volumes, taken),
+        )
         if decision.node is None:
             self._unschedulable.add(key)
             never = (pod.get("spec") or {}).get("preemptionPolicy") == "Never"
-            message = unschedulable_message(len(nodes), decision.failures, preemption_never=never)
+            message = unschedulable_message(len(nodes), decision.failures, preemption_never=never, pre_filter=rejected)
             if self.metrics is not None:
                 self.metrics.attempt("unschedulable", time.monotonic() - started)
             await self._mark_unschedulable(pod, message)
             raise TemporaryError(f"pod {key} is unschedulable: {message}")
         node = decision.node
+        plan = None
+        if pod_volumes is not None and pod_volumes.unbound:
+            plan = pod_volumes.plan(self._info(node).node, all_volumes, taken)
+            self.volume_binder.assume(plan or [])
         self._assumed.add(key)
         self._place(key, pod, node)
-        task = asyncio.get_running_loop().create_task(self._bind(key, pod, node, started))
+        task = asyncio.get_running_loop().create_task(self._bind(key, pod, node, started, plan))
         self._binding.add(task)
         task.add_done_callback(self._binding.discard)
 
-    async def _bind(self, key: str, pod: dict[str, Any], node: str, started: float | None = None) -> None:
-        """kube-scheduler's binding cycle: runs beside the next decisions, the Pod assumed on its Node meanwhile."""
+    async def _bind(
+        self, key: str, pod: dict[str, Any], node: str, started: float | None = None, plan: Any = None
+    ) -> None:
+        """kube-scheduler's binding cycle: runs beside the next decisions, the Pod assumed on its Node meanwhile.
+        With unbound WaitForFirstConsumer claims, PreBind first binds them (VolumePreBinder) and waits."""
         namespace, name = key.split("/", 1)
+        if plan:
+            try:
+                await self.volume_binder.pre_bind(plan, node)
+            except Exception as err:
+                self._assumed.discard(key)
+                self._unplace(key)
+                message = f'running PreBind plugin "VolumeBinding": {api_error_message(err)}'
+                self.recorder.event(pod, "Warning", "FailedScheduling", message, kind="Pod", api_version="v1")
+                self.queue.add_rate_limited(key)
+                return
+            finally:
+                self.volume_binder.forget(plan)
         binding = model(
             PodBinding,
             {

@@ -20,6 +20,8 @@ def test_kubeadm_flags_build_the_full_chain(pki_dir, source):
         "NodeRestriction",
         "Priority",
         "DefaultTolerationSeconds",
+        "DefaultStorageClass",
+        "StorageObjectInUseProtection",
         "CertificateApproval",
         "CertificateSigning",
         "CertificateSubjectRestriction",

@@ -27,6 +27,7 @@ from pykubeadm.apiserver.admission.priority import Priority
 from pykubeadm.apiserver.admission.rbac_escalation import RBACEscalationCheck
 from pykubeadm.apiserver.admission.resourcequota import ResourceQuota
 from pykubeadm.apiserver.admission.serviceaccount import ServiceAccount
+from pykubeadm.apiserver.admission.storage import DefaultStorageClass, StorageObjectInUseProtection
 from pykubeadm.apiserver.authn.bootstrap import BootstrapTokenAuthenticator
 from pykubeadm.apiserver.authn.jwt import JWTConfigError, jwt_authenticators
 from pykubeadm.apiserver.authn.requestheader import RequestHeaderAuthenticator, RequestHeaderConfig
@@ -54,6 +55,8 @@ _IMPLEMENTED_ORDER = (
     "NodeRestriction",
     "Priority",
     "DefaultTolerationSeconds",
+    "DefaultStorageClass",
+    "StorageObjectInUseProtection",
     "CertificateApproval",
     "CertificateSigning",
     "CertificateSubjectRestriction",
@@ -234,6 +237,8 @@ def build_auth(
         "NodeRestriction": lambda: NodeRestriction(source),
         "Priority": lambda: Priority(source),
         "DefaultTolerationSeconds": lambda: DefaultTolerationSeconds.from_flags(flags),
+        "DefaultStorageClass": lambda: DefaultStorageClass(source),
+        "StorageObjectInUseProtection": StorageObjectInUseProtection,
         "CertificateApproval": lambda: CertificateApproval(authorizer),
         "CertificateSigning": lambda: CertificateSigning(authorizer),
         "CertificateSubjectRestriction": CertificateSubjectRestriction,

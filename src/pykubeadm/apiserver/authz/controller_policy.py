@@ -93,6 +93,12 @@ CONTROLLER_ROLES: dict[str, list[dict[str, Any]]] = {
         r(["get", "list", "create", "update", "delete"], ["discovery.k8s.io"], ["endpointslices"]),
         *_EVENTS,
     ],
+    "ephemeral-volume-controller": [
+        r(["get", "list", "watch"], [""], ["pods"]),
+        r(["update"], [""], ["pods/finalizers"]),
+        r(["get", "list", "watch", "create"], [""], ["persistentvolumeclaims"]),
+        *_EVENTS,
+    ],
     "expand-controller": [
         r(["get", "list", "watch", "update", "patch"], [""], ["persistentvolumes"]),
         r(["update", "patch"], [""], ["persistentvolumeclaims/status"]),
@@ -178,6 +184,7 @@ CONTROLLER_ROLES: dict[str, list[dict[str, Any]]] = {
         r(["get", "create", "delete", "update", "patch"], [""], ["pods"]),
         r(["get", "create", "delete", "update", "patch", "list", "watch"], ["apps"], ["controllerrevisions"]),
         r(["get", "create"], [""], ["persistentvolumeclaims"]),
+        r(["update", "patch", "delete"], [""], ["persistentvolumeclaims"]),  # the StatefulSetAutoDeletePVC rule
         *_EVENTS,
     ],
     "taint-eviction-controller": [

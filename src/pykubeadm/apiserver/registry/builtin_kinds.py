@@ -101,6 +101,13 @@ def _sc_name(obj: Obj) -> str:
     return f"{name} (default)" if default else name
 
 
+def _storage_phase(obj: Obj) -> str:
+    """A volume's or claim's phase; `Terminating` once it is being deleted (kube's printers)."""
+    if _get(obj, "metadata", "deletionTimestamp"):
+        return "Terminating"
+    return str(_get(obj, "status", "phase", default=""))
+
+
 def _pod_template_cells(tmpl: Obj) -> tuple[str, str]:
     return containers_images({"spec": {"template": tmpl}})
 
@@ -189,7 +196,7 @@ GENERIC_KINDS: tuple[KindSpec, ...] = (
             Column("Capacity", lambda o: _get(o, "spec", "capacity", "storage", default="")),
             Column("Access Modes", lambda o: _access_modes(_get(o, "spec", "accessModes"))),
             Column("Reclaim Policy", lambda o: _get(o, "spec", "persistentVolumeReclaimPolicy", default="")),
-            Column("Status", lambda o: _get(o, "status", "phase", default="")),
+            Column("Status", _storage_phase),
             Column("Claim", _pv_claim),
             Column("StorageClass", lambda o: _get(o, "spec", "storageClassName", default="")),
             Column("VolumeAttributesClass", lambda o: _get(o, "spec", "volumeAttributesClassName", default="<unset>")),
@@ -207,7 +214,7 @@ GENERIC_KINDS: tuple[KindSpec, ...] = (
         defaults={"spec": {"volumeMode": "Filesystem"}},
         default_status={"phase": "Pending"},
         columns=(
-            Column("Status", lambda o: _get(o, "status", "phase", default="")),
+            Column("Status", _storage_phase),
             Column("Volume", lambda o: _get(o, "spec", "volumeName", default="")),
             Column("Capacity", lambda o: _get(o, "status", "capacity", "storage", default="")),
             Column("Access Modes", lambda o: _access_modes(_get(o, "status", "accessModes"))),
