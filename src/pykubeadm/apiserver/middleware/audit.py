@@ -11,6 +11,7 @@ from typing import Any, TextIO
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from pykubeadm.apiserver.admission import recorder
 from pykubeadm.apiserver.flowcontrol import audit_id
 from pykubeadm.apiserver.handlers.context import IMPERSONATOR_KEY, INFO_KEY, USER_KEY
 from pykubeadm.util import jsoncodec
@@ -112,6 +113,8 @@ def audit_middleware(sink: Callable[[dict[str, Any]], None] | None) -> Middlewar
             }
             if request.get(IMPERSONATOR_KEY) is not None:
                 event["impersonatedUser"] = _user(user)
+            if (record := recorder.current()) is not None and record.annotations:
+                event["annotations"] = dict(record.annotations)
             if info and info.is_resource:
                 ref: dict[str, Any] = {"resource": info.resource, "apiVersion": info.api_version}
                 if info.api_group:
