@@ -67,7 +67,9 @@ def admission_adapter(chain: Any) -> AdmissionFn:
     mutating = [p for p in plugins if callable(getattr(p, "admit", None))]
     validating = [p for p in plugins if callable(getattr(p, "validate", None))]
 
-    async def admit(op: str, info: RequestInfo, user: UserInfo, store: Store, new: Any, old: Any) -> None:
+    async def admit(
+        op: str, info: RequestInfo, user: UserInfo, store: Store, new: Any, old: Any, dry_run: bool = False
+    ) -> None:
         meta = (new or old or {}).get("metadata") or {}
         attrs = AdmissionAttributes(
             operation=Operation(op),
@@ -81,6 +83,7 @@ def admission_adapter(chain: Any) -> AdmissionFn:
             subresource=info.subresource,
             obj=new,
             old_obj=old,
+            dry_run=dry_run,
         )
         # Same order as AdmissionChain.run (every mutating plugin, then every validating one), with the plugin
         # lists resolved once instead of runtime-checkable Protocol isinstance checks on every request.

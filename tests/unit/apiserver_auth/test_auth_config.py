@@ -24,6 +24,8 @@ def test_kubeadm_flags_build_the_full_chain(pki_dir, source):
         "CertificateApproval",
         "CertificateSigning",
         "CertificateSubjectRestriction",
+        "MutatingAdmissionWebhook",
+        "ValidatingAdmissionWebhook",
         "ResourceQuota",
         "RBACEscalationCheck",
     ]

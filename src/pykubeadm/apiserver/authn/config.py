@@ -30,6 +30,7 @@ from pykubeadm.apiserver.admission.priority import Priority
 from pykubeadm.apiserver.admission.rbac_escalation import RBACEscalationCheck
 from pykubeadm.apiserver.admission.resourcequota import ResourceQuota
 from pykubeadm.apiserver.admission.serviceaccount import ServiceAccount
+from pykubeadm.apiserver.admission.webhook import MutatingWebhooks, ValidatingWebhooks
 from pykubeadm.apiserver.authn.bootstrap import BootstrapTokenAuthenticator
 from pykubeadm.apiserver.authn.requestheader import RequestHeaderAuthenticator, RequestHeaderConfig
 from pykubeadm.apiserver.authn.serviceaccount import ServiceAccountTokenAuthenticator, load_public_keys
@@ -62,6 +63,8 @@ _IMPLEMENTED_ORDER = (
     "CertificateApproval",
     "CertificateSigning",
     "CertificateSubjectRestriction",
+    "MutatingAdmissionWebhook",
+    "ValidatingAdmissionWebhook",
     "ResourceQuota",
 )
 #: kube-apiserver 1.33's default-enabled plugins (the ones we implement run; the rest are accepted as no-ops).
@@ -251,6 +254,8 @@ def build_auth(
         "LimitRanger": lambda: LimitRanger(source),
         "ResourceQuota": lambda: ResourceQuota(source),
         "PodSecurity": lambda: PodSecurity(source, pod_security_config),
+        "MutatingAdmissionWebhook": lambda: MutatingWebhooks(source),
+        "ValidatingAdmissionWebhook": lambda: ValidatingWebhooks(source),
     }
     plugins = [factories[name]() for name in _IMPLEMENTED_ORDER if name in active]
     missing = [name for name in DEFAULT_ADMISSION_PLUGINS if name in active and name not in factories]
