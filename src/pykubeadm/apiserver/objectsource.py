@@ -38,6 +38,8 @@ CACHED_RESOURCES = (
     # admission webhooks read their configurations on every write; the watch applies changes at once
     "mutatingwebhookconfigurations.admissionregistration.k8s.io",
     "validatingwebhookconfigurations.admissionregistration.k8s.io",
+    "validatingadmissionpolicies.admissionregistration.k8s.io",
+    "validatingadmissionpolicybindings.admissionregistration.k8s.io",
 )
 
 

@@ -25,6 +25,7 @@ def test_kubeadm_flags_build_the_full_chain(pki_dir, source):
         "CertificateSigning",
         "CertificateSubjectRestriction",
         "MutatingAdmissionWebhook",
+        "ValidatingAdmissionPolicy",
         "ValidatingAdmissionWebhook",
         "ResourceQuota",
         "RBACEscalationCheck",

@@ -26,6 +26,7 @@ from pykubeadm.apiserver.admission.lifecycle import NamespaceLifecycle
 from pykubeadm.apiserver.admission.limitranger import LimitRanger
 from pykubeadm.apiserver.admission.noderestriction import NodeRestriction
 from pykubeadm.apiserver.admission.podsecurity import PodSecurity, parse_pod_security_config
+from pykubeadm.apiserver.admission.policy import ValidatingAdmissionPolicy, kinds_from_registry
 from pykubeadm.apiserver.admission.priority import Priority
 from pykubeadm.apiserver.admission.rbac_escalation import RBACEscalationCheck
 from pykubeadm.apiserver.admission.resourcequota import ResourceQuota
@@ -64,6 +65,7 @@ _IMPLEMENTED_ORDER = (
     "CertificateSigning",
     "CertificateSubjectRestriction",
     "MutatingAdmissionWebhook",
+    "ValidatingAdmissionPolicy",
     "ValidatingAdmissionWebhook",
     "ResourceQuota",
 )
@@ -256,6 +258,7 @@ def build_auth(
         "PodSecurity": lambda: PodSecurity(source, pod_security_config),
         "MutatingAdmissionWebhook": lambda: MutatingWebhooks(source),
         "ValidatingAdmissionWebhook": lambda: ValidatingWebhooks(source),
+        "ValidatingAdmissionPolicy": lambda: ValidatingAdmissionPolicy(source, kinds_from_registry()),
     }
     plugins = [factories[name]() for name in _IMPLEMENTED_ORDER if name in active]
     missing = [name for name in DEFAULT_ADMISSION_PLUGINS if name in active and name not in factories]

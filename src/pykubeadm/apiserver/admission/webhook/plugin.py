@@ -17,11 +17,13 @@ import json
 from typing import Any
 
 from pykubeadm.apiserver.admission import recorder
+from pykubeadm.apiserver.admission.celrequest import activation, admission_env
 from pykubeadm.apiserver.admission.interfaces import AdmissionAttributes, AdmissionError, Operation
 from pykubeadm.apiserver.admission.webhook import rules
 from pykubeadm.apiserver.admission.webhook.caller import CallError, WebhookClient
 from pykubeadm.apiserver.objects import ObjectSource
 from pykubeadm.apiserver.patching.jsonpatch import apply_json_patch
+from pykubeadm.cel import CompileError, EvalError
 from pykubeadm.controllers.controllerutil import selector_matches
 from pykubeadm.util import jsoncodec
 
@@ -96,8 +98,28 @@ class _Webhooks:
                 continue
             if not rules.matches_object_selector(hook.get("objectSelector"), attrs):
                 continue
+            if hook.get("matchConditions") and not self._conditions_match(hook, attrs):
+                continue
             out.append((cfg, hook))
         return out
+
+    def _conditions_match(self, hook: Obj, attrs: AdmissionAttributes) -> bool:
+        """Every matchCondition is true; an error fails the request unless failurePolicy is Ignore (then the webhook
+        is skipped)."""
+        data = activation(attrs)
+        for cond in hook.get("matchConditions") or []:
+            try:
+                result = admission_env().compile(cond.get("expression", "")).evaluate(data)
+            except (CompileError, EvalError) as e:
+                if hook.get("failurePolicy") == "Ignore":
+                    return False
+                raise _internal(
+                    f'failed calling webhook "{hook.get("name", "")}": failed to evaluate match condition '
+                    f'"{cond.get("name", "")}": {e}'
+                ) from None
+            if result is not True:
+                return False
+        return True
 
     async def _call(self, index: int, hook: Obj, attrs: AdmissionAttributes) -> Obj | None:
         """The webhook's response, or None when it failed open; raises the request's error otherwise."""
