@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any, ClassVar
 
+from pykubeadm.apiserver.crd.celrules import validate_rules
 from pykubeadm.apiserver.crd.schema import apply_defaults, jsonpath_cell, validate_custom
 from pykubeadm.apiserver.printing import NAME_COL, age, col, now_rfc3339
 from pykubeadm.apiserver.registry.base import Obj, RequestContext, Strategy, field_invalid, required
@@ -207,14 +208,24 @@ class CustomResourceStrategy(Strategy):
         super().prepare_for_update(obj, old, ctx)
         self._defaults(obj)
 
-    def validate(self, obj: Obj, ctx: RequestContext) -> list[Cause]:
+    def _body_and_schema(self, obj: Obj) -> tuple[Obj, Obj]:
         body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
         schema = {**self.schema, "properties": {k: v for k, v in (self.schema.get("properties") or {}).items()
                                                 if k not in ("apiVersion", "kind", "metadata")}}  # fmt: skip
-        return validate_custom(body, schema)
+        return body, schema
+
+    def validate(self, obj: Obj, ctx: RequestContext) -> list[Cause]:
+        body, schema = self._body_and_schema(obj)
+        causes = validate_custom(body, schema)
+        return causes or validate_rules(body, None, schema)
+
+    def validate_update(self, obj: Obj, old: Obj, ctx: RequestContext) -> list[Cause]:
+        body, schema = self._body_and_schema(obj)
+        causes = validate_custom(body, schema)
+        return causes or validate_rules(body, self._body_and_schema(old)[0], schema)
 
     def validate_subresource(self, sub: str, obj: Obj, old: Obj, ctx: RequestContext) -> list[Cause]:
-        return self.validate(obj, ctx)
+        return self.validate_update(obj, old, ctx)
 
     # --- printing -------------------------------------------------------------------------------------------------
 
