@@ -69,6 +69,7 @@ class WebhookServer:
         self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
         self.host, self.port = host, self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="webhook-server", daemon=True)
+        self._stopped = False
 
     def url(self, path: str) -> str:
         return f"https://{self.host}:{self.port}{path}"
@@ -81,6 +82,10 @@ class WebhookServer:
         self.stop()
 
     def stop(self) -> None:
+        """Stop serving (idempotent): connections to the port are refused from now on."""
+        if self._stopped:
+            return
+        self._stopped = True
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(5)

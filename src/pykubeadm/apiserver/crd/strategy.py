@@ -128,16 +128,34 @@ class CRDStrategy(Strategy):
                         f"spec.versions[{i}].schema.openAPIV3Schema.type",
                     )
                 )
-        strategy = (spec.get("conversion") or {}).get("strategy", "None")
-        if strategy != "None":
+        conversion = spec.get("conversion") or {}
+        strategy = conversion.get("strategy", "None")
+        if strategy not in ("None", "Webhook"):
             causes.append(
                 Cause(
                     "FieldValueNotSupported",
-                    f'Unsupported value: "{strategy}": supported values: "None" '
-                    "(conversion webhooks are not supported by this apiserver)",
+                    f'Unsupported value: "{strategy}": supported values: "None", "Webhook"',
                     "spec.conversion.strategy",
                 )
             )
+        elif strategy == "Webhook":
+            webhook = conversion.get("webhook")
+            if not isinstance(webhook, dict) or not webhook.get("clientConfig"):
+                causes.append(
+                    Cause(
+                        "FieldValueRequired",
+                        "Required value: required when strategy is set to Webhook",
+                        "spec.conversion.webhook",
+                    )
+                )
+            elif not set(webhook.get("conversionReviewVersions") or []) & {"v1", "v1beta1"}:
+                causes.append(
+                    Cause(
+                        "FieldValueRequired",
+                        "Required value: must include at least one of v1, v1beta1",
+                        "spec.conversion.webhook.conversionReviewVersions",
+                    )
+                )
         return causes
 
     def validate_update(self, obj: Obj, old: Obj, ctx: RequestContext) -> list[Cause]:

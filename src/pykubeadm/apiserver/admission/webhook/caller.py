@@ -64,10 +64,10 @@ async def resolve(source: ObjectSource, config: Obj, timeout_s: int) -> Target:
     url = f"https://{name}.{ns}.svc:{port}{path}?{query}"
     svc = await source.get("services", ns, name)
     if svc is None:
-        raise CallError(f'failed to call webhook: Post "{url}": service "{name}" not found')
+        raise CallError(f'Post "{url}": service "{name}" not found')
     sport = next((p for p in (svc.get("spec") or {}).get("ports") or [] if p.get("port") == port), None)
     if sport is None:
-        raise CallError(f'failed to call webhook: Post "{url}": no service port {port} found for service "{name}"')
+        raise CallError(f'Post "{url}": no service port {port} found for service "{name}"')
     addresses: list[tuple[str, int]] = []
     eps = await source.get("endpoints", ns, name)
     for subset in (eps or {}).get("subsets") or []:
@@ -75,7 +75,7 @@ async def resolve(source: ObjectSource, config: Obj, timeout_s: int) -> Target:
             if (p.get("name") or "") == (sport.get("name") or ""):
                 addresses += [(a["ip"], int(p["port"])) for a in subset.get("addresses") or [] if a.get("ip")]
     if not addresses:
-        raise CallError(f'failed to call webhook: Post "{url}": no endpoints available for service "{name}"')
+        raise CallError(f'Post "{url}": no endpoints available for service "{name}"')
     host, tport = random.choice(addresses)
     hostport = f"[{host}]:{tport}" if ":" in host else f"{host}:{tport}"
     return Target(url, f"https://{hostport}{path}?{query}", f"{name}.{ns}.svc", _ca(config))
@@ -153,18 +153,10 @@ class WebhookClient:
             self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30))
         return self._session
 
-    async def call(self, hook: Obj, attrs: AdmissionAttributes, *, mutating: bool) -> Obj:
-        """The webhook's AdmissionResponse (checked), or CallError."""
-        versions = [v for v in hook.get("admissionReviewVersions") or ["v1"] if v in ("v1", "v1beta1")]
-        if not versions:
-            raise CallError(
-                "could not create admission objects: webhook does not accept known AdmissionReview versions"
-            )
-        version = versions[0]
-        timeout_s = int(hook.get("timeoutSeconds") or 10)
-        target = await resolve(self._source, hook.get("clientConfig") or {}, timeout_s)
-        uid = str(uuid.uuid4())
-        body = jsoncodec.dumps(review_request(attrs, version, uid))
+    async def post(self, client_config: Obj, body: bytes, timeout_s: int) -> bytes:
+        """POST a review to the webhook of `client_config` and return the answer's body; CallError says
+        `Post "<url>": <Go's error text>`."""
+        target = await resolve(self._source, client_config, timeout_s)
         kw: dict[str, Any] = {}
         if target.connect_url.startswith("https:"):
             kw["ssl"] = self._ssl(target.ca_bundle)
@@ -178,15 +170,31 @@ class WebhookClient:
                     **kw,
                 ) as resp:
                     data = await resp.read()
-                    if resp.status >= 300:
-                        raise CallError(
-                            f'failed to call webhook: Post "{target.url}": an error on the server ("{data[:200].decode("utf-8", "replace")}") '
-                            "has prevented the request from succeeding"
-                        )
-        except CallError:
-            raise
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
-            raise CallError(f'failed to call webhook: Post "{target.url}": {_go_error(e, target)}') from None
+            raise CallError(f'Post "{target.url}": {_go_error(e, target)}') from None
+        if resp.status >= 300:
+            text = data[:200].decode("utf-8", "replace")
+            raise CallError(
+                f'Post "{target.url}": an error on the server ("{text}") has prevented the request from succeeding'
+            )
+        return data
+
+    async def call(self, hook: Obj, attrs: AdmissionAttributes, *, mutating: bool) -> Obj:
+        """The webhook's AdmissionResponse (checked), or CallError."""
+        versions = [v for v in hook.get("admissionReviewVersions") or ["v1"] if v in ("v1", "v1beta1")]
+        if not versions:
+            raise CallError(
+                "could not create admission objects: webhook does not accept known AdmissionReview versions"
+            )
+        version = versions[0]
+        timeout_s = int(hook.get("timeoutSeconds") or 10)
+        uid = str(uuid.uuid4())
+        try:
+            data = await self.post(
+                hook.get("clientConfig") or {}, jsoncodec.dumps(review_request(attrs, version, uid)), timeout_s
+            )
+        except CallError as e:
+            raise CallError(f"failed to call webhook: {e}") from None
         try:
             review = jsoncodec.loads(data)
         except ValueError as e:
