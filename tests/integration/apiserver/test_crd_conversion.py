@@ -94,6 +94,21 @@ def test_created_at_v1_reads_back_at_v2_converted(api, converter):
     assert listed.stdout == "blue"
 
 
+def test_watch_at_v1_sees_converted_objects(api, converter):
+    from kubernetes import client, watch
+
+    c = api.python_client()
+    try:
+        custom = client.CustomObjectsApi(c)
+        stream = watch.Watch().stream(
+            custom.list_namespaced_custom_object, "conv.example.com", "v1", "default", "paints", timeout_seconds=2
+        )
+        events = [(e["type"], e["object"]["apiVersion"], e["object"]["spec"]) for e in stream]
+    finally:
+        c.close()
+    assert ("ADDED", "conv.example.com/v1", {"color": "blue"}) in events
+
+
 def test_webhook_down_fails_the_read_with_kubes_message(api, converter):
     converter.stop()
     res = api.kubectl("get", "paints.v1.conv.example.com", "red", check=False)

@@ -8,7 +8,9 @@ conversion is kube's `Internal error occurred: conversion webhook for <group/ver
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import copy
 import dataclasses
 import uuid
 from collections.abc import Callable
@@ -19,6 +21,8 @@ from pykubeadm.apiserver.admission.webhook.caller import CallError, WebhookClien
 from pykubeadm.apiserver.registry import Store
 from pykubeadm.apiserver.registry.base import Obj, RequestContext
 from pykubeadm.apiserver.registry.store import Admit, ListPage
+from pykubeadm.apiserver.registry.watchcache import WATCH_BUFFER, WatchClosed, Watcher, WatchEvent
+from pykubeadm.apiserver.selectors import FieldSelector, LabelSelector
 from pykubeadm.util import jsoncodec
 
 __all__ = ["Converter", "ConvertingStore", "StoreSource"]
@@ -175,6 +179,43 @@ class ConvertingStore(Store):
         obj, created = await super().update(namespace, name, at_this_version, ctx, subresource,
                                             self._admit_then_convert(admit), create_if_missing)  # fmt: skip
         return await self._one_out(obj), created
+
+    async def open_watch(
+        self, namespace: str | None, start_revision: int, labels: LabelSelector, fields: FieldSelector
+    ) -> Watcher:
+        """The storage watch, each event's object converted to this version (a failed conversion ends the watch
+        with its error)."""
+        inner = await super().open_watch(namespace, start_revision, labels, fields)
+        outer = Watcher(namespace, start_revision, labels, fields, WATCH_BUFFER)
+
+        async def pump() -> None:
+            try:
+                while not outer.closed:
+                    try:
+                        batch = inner.drain()
+                    except WatchClosed:
+                        break
+                    for ev in batch:
+                        obj = await self._one_out(copy.deepcopy(ev.object))
+                        outer.deliver(WatchEvent(ev.type, obj, ev.revision))
+                    if not batch:
+                        await inner.wait(3600.0)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                outer.close(e)
+            finally:
+                inner.close()
+            outer.close()
+
+        task = asyncio.create_task(pump())
+
+        def stop(_w: Watcher) -> None:
+            if not task.done():
+                task.cancel()
+
+        outer.on_close = stop
+        return outer
 
     async def delete(
         self,
