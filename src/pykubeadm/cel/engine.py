@@ -23,7 +23,7 @@ from cel_expr_python.ext import ext_math, ext_optional, ext_strings  # type: ign
 
 from pykubeadm.cel import k8slib
 
-__all__ = ["CompileError", "Environment", "EvalError", "Program"]
+__all__ = ["Activation", "CompileError", "Environment", "EvalError", "Program"]
 
 #: kube's limit on one expression's length (apiextensions' and admissionregistration's validation).
 MAX_EXPRESSION_LENGTH = 5 * 1024
@@ -54,13 +54,25 @@ def _go_wording(message: str) -> str:
 
 
 @dataclass(frozen=True)
+class Activation:
+    """Variables converted to CEL values once, for evaluating several programs over the same input."""
+
+    bound: Any
+
+
+@dataclass(frozen=True)
 class Program:
     expression: str
     _compiled: Any
 
-    def evaluate(self, data: Mapping[str, Any]) -> Any:
+    def evaluate(self, data: Mapping[str, Any] | Activation) -> Any:
+        """The value for `data` (the variables as a mapping, or an Activation of them bound once for several
+        programs of the same environment)."""
         try:
-            value = self._compiled.eval(data=dict(data))
+            if isinstance(data, Activation):
+                value = self._compiled.eval(data.bound)
+            else:
+                value = self._compiled.eval(data=dict(data))
         except Exception as e:  # conversion of an unsupported input value
             raise EvalError(_go_wording(str(e))) from None
         if value.type() == cel.Type.ERROR:
@@ -80,6 +92,12 @@ class Environment:
             functions=k8slib.declarations(),
         )
         self._cache: dict[str, Program] = {}
+
+    def activation(self, data: Mapping[str, Any]) -> Activation:
+        try:
+            return Activation(self._env.Activation(dict(data)))
+        except Exception as e:
+            raise EvalError(_go_wording(str(e))) from None
 
     def compile(self, expression: str) -> Program:
         program = self._cache.get(expression)

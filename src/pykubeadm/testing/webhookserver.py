@@ -11,6 +11,7 @@ review's apiVersion/kind around it). Served by a thread pool, so a slow handler 
 from __future__ import annotations
 
 import json
+import socket
 import ssl
 import threading
 from collections.abc import Callable
@@ -37,8 +38,14 @@ class WebhookServer:
         outer = self
 
         class _Req(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real webhook servers (Go's net/http) answer
+
             def log_message(self, *args: Any) -> None:
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no Nagle delay on keep-alive
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
@@ -46,6 +53,7 @@ class WebhookServer:
                 handler = outer.handlers.get(self.path.split("?")[0])
                 if handler is None:
                     self.send_response(404)
+                    self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
                 response = dict(handler(body))

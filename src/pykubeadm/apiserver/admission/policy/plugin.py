@@ -22,7 +22,7 @@ from pykubeadm.apiserver.admission.celrequest import activation, admission_env
 from pykubeadm.apiserver.admission.interfaces import AdmissionAttributes, Operation, forbidden
 from pykubeadm.apiserver.admission.webhook import rules
 from pykubeadm.apiserver.objects import ObjectSource
-from pykubeadm.cel import CompileError, EvalError
+from pykubeadm.cel import Activation, CompileError, EvalError
 from pykubeadm.controllers.controllerutil import selector_matches
 
 __all__ = ["BINDINGS", "POLICIES", "ValidatingAdmissionPolicy", "kinds_from_registry"]
@@ -43,7 +43,7 @@ class _Denial:
     reason: str
 
 
-def _eval(expression: str, data: Obj) -> Any:
+def _eval(expression: str, data: Obj | Activation) -> Any:
     try:
         return admission_env().compile(expression).evaluate(data)
     except CompileError as e:
@@ -177,24 +177,27 @@ class ValidatingAdmissionPolicy:
         except _ExprError as e:
             fail(str(e))
             return
+        env = admission_env()
         for params in params_list:
             data = activation(attrs, params, ns_obj)
             try:
-                if not all(_eval(c.get("expression", ""), data) is True for c in pspec.get("matchConditions") or []):
+                bound = env.activation(data)  # converted once for every expression below
+                if not all(_eval(c.get("expression", ""), bound) is True for c in pspec.get("matchConditions") or []):
                     continue
                 variables: Obj = {}
-                data["variables"] = variables
                 for v in pspec.get("variables") or []:
                     # A failed variable is left out: the expression that uses it fails, as with kube's lazy variables.
                     with contextlib.suppress(_ExprError):
-                        variables[v.get("name", "")] = _eval(v.get("expression", ""), data)
-            except _ExprError as e:
+                        variables[v.get("name", "")] = _eval(v.get("expression", ""), {**data, "variables": variables})
+                if variables:
+                    bound = env.activation({**data, "variables": variables})
+            except (_ExprError, EvalError) as e:
                 fail(str(e))
                 continue
             for index, validation in enumerate(pspec.get("validations") or []):
                 expression = validation.get("expression", "")
                 try:
-                    ok = _eval(expression, data) is True
+                    ok = _eval(expression, bound) is True
                 except _ExprError as e:
                     fail(str(e))
                     continue
@@ -203,7 +206,7 @@ class ValidatingAdmissionPolicy:
                 message = ""
                 if validation.get("messageExpression"):
                     try:
-                        value = _eval(validation["messageExpression"], data)
+                        value = _eval(validation["messageExpression"], bound)
                         if isinstance(value, str) and "\n" not in value:
                             message = value.strip()
                     except _ExprError:
@@ -223,7 +226,7 @@ class ValidatingAdmissionPolicy:
                                      "validationActions": actions})  # fmt: skip
             for annotation in pspec.get("auditAnnotations") or []:
                 try:
-                    value = _eval(annotation.get("valueExpression", ""), data)
+                    value = _eval(annotation.get("valueExpression", ""), bound)
                 except _ExprError as e:
                     fail(str(e))
                     continue
