@@ -116,3 +116,23 @@ def test_disable_admission_plugins(pki_dir, source):
     flags = {**kubeadm_flags(pki_dir), "disable-admission-plugins": ["ServiceAccount", "Priority"]}
     names = build_auth(flags, source).admission.names
     assert "ServiceAccount" not in names and "Priority" not in names and "NodeRestriction" in names
+
+
+def test_default_plugins_not_implemented_are_logged_once(pki_dir, source, caplog):
+    flags = kubeadm_flags(pki_dir)
+    flags["disable-admission-plugins"] = "DefaultStorageClass"
+    with caplog.at_level("WARNING", logger="pykubeadm.apiserver"):
+        cfg = build_auth(flags, source)
+    lines = [r.getMessage() for r in caplog.records if "not implemented by pykubeadm" in r.getMessage()]
+    assert len(lines) == 1
+    assert "TaintNodesByCondition" in lines[0] and "RuntimeClass" in lines[0]
+    assert "DefaultStorageClass" not in lines[0]  # disabled: not active, so not reported
+    for implemented in (
+        "PodSecurity",
+        "MutatingAdmissionWebhook",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionWebhook",
+    ):
+        assert implemented not in lines[0] and implemented in cfg.admission.names
+    flags["disable-admission-plugins"] = "PodSecurity,ValidatingAdmissionPolicy"
+    assert "PodSecurity" not in build_auth(flags, source).admission.names

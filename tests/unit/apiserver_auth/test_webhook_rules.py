@@ -98,3 +98,45 @@ def test_denial_wording():
         == 'admission webhook "x" denied the request: Forbidden'
     )
     assert denied("x", None).message == 'admission webhook "x" denied the request without explanation'
+
+
+class _Client:
+    """Records which webhooks would be called (the HTTP side is covered by the integration tests)."""
+
+    def __init__(self):
+        self.called = []
+
+    async def call(self, hook, attrs, *, mutating):
+        self.called.append(hook["name"])
+        return {"allowed": True}
+
+
+async def test_match_conditions_select_webhooks_and_errors_follow_failure_policy():
+    from pykubeadm.apiserver.admission import recorder
+    from pykubeadm.apiserver.admission.interfaces import AdmissionError
+    from pykubeadm.apiserver.admission.webhook.plugin import VALIDATING_CONFIGS, ValidatingWebhooks
+    from pykubeadm.apiserver.objects import DictObjectSource
+
+    def hook(name, expression, failure="Fail"):
+        return {"name": name, "rules": [rule(["pods"])], "failurePolicy": failure,
+                "matchConditions": [{"name": "c", "expression": expression}]}  # fmt: skip
+
+    src = DictObjectSource()
+    src.put("namespaces", {"metadata": {"name": "ns"}})
+    src.put(VALIDATING_CONFIGS, {"metadata": {"name": "cfg"}, "webhooks": [
+        hook("yes", "request.userInfo.username == 'alice'"),
+        hook("no", "object.metadata.name == 'other'"),
+        hook("ignored-error", "object.spec.missing == 1", failure="Ignore"),
+    ]})  # fmt: skip
+    client = _Client()
+    plugin = ValidatingWebhooks(src, client)  # type: ignore[arg-type]
+    recorder.begin()
+    await plugin.validate(attrs(obj={"metadata": {"name": "x"}, "spec": {}}))
+    assert client.called == ["yes"]
+    src.put(VALIDATING_CONFIGS, {"metadata": {"name": "cfg"}, "webhooks": [hook("broken", "object.spec.missing == 1")]})
+    with pytest.raises(AdmissionError) as e:
+        await plugin.validate(attrs(obj={"metadata": {"name": "x"}, "spec": {}}))
+    assert e.value.message == (
+        'Internal error occurred: failed calling webhook "broken": failed to evaluate match condition "c": '
+        "no such key: missing"
+    )
