@@ -7,23 +7,14 @@ configuration change applying at once."""
 import base64
 import json
 import time
-from collections.abc import Callable
 
 import pytest
+from tests.integration.apiserver.waiting import eventually
 
 from pykubeadm.testing.etcd import free_port
 from pykubeadm.testing.webhookserver import WebhookServer, json_patch
 
 pytestmark = pytest.mark.integration
-
-
-def eventually(check: Callable[[], bool], timeout: float = 10.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def add_label(review):

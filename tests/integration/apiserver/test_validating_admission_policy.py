@@ -4,9 +4,9 @@ failurePolicy Fail and Ignore, and the Audit action's annotation in the audit lo
 
 import json
 import time
-from collections.abc import Callable
 
 import pytest
+from tests.integration.apiserver.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -21,15 +21,6 @@ spec:
     metadata: {{labels: {{app: {name}}}}}
     spec: {{containers: [{{name: c, image: nginx}}]}}
 """
-
-
-def eventually(check: Callable[[], bool], timeout: float = 10.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def apply(api, obj, **kw):

@@ -13,6 +13,7 @@ import functools
 import re
 from typing import Any
 
+from pykubeadm.apiserver.crd.schema import property_schema
 from pykubeadm.apiserver.status import Cause
 from pykubeadm.cel import CompileError, Environment, EvalError
 
@@ -82,13 +83,9 @@ def _walk(value: Any, old: Any, schema: Obj, path: str, out: list[Cause]) -> Non
     if value is None:
         return
     if isinstance(value, dict):
-        props = schema.get("properties") or {}
-        addl = schema.get("additionalProperties")
         for key, child in value.items():
-            sub = props.get(key)
-            if sub is None and isinstance(addl, dict):
-                sub = addl
-            if isinstance(sub, dict):
+            sub = property_schema(schema, key)
+            if sub is not None:
                 old_child = old.get(key, _MISSING) if isinstance(old, dict) else _MISSING
                 _walk(child, old_child, sub, f"{path}.{key}" if path else key, out)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
+from pykubeadm.apiserver.admission.celrequest import request_map
 from pykubeadm.apiserver.admission.interfaces import AdmissionAttributes, Operation
 from pykubeadm.apiserver.objects import ObjectSource
 from pykubeadm.util import jsoncodec
@@ -82,31 +83,16 @@ async def resolve(source: ObjectSource, config: Obj, timeout_s: int) -> Target:
 
 
 def review_request(attrs: AdmissionAttributes, version: str, uid: str) -> Obj:
-    """The AdmissionReview sent for `attrs` (admission.k8s.io/`version`)."""
-    user: Obj = {"username": attrs.user.name, "groups": list(attrs.user.groups)}
-    if attrs.user.uid:
-        user["uid"] = attrs.user.uid
-    if attrs.user.extra:
-        user["extra"] = {k: list(v) for k, v in attrs.user.extra.items()}
-    kind = {"group": attrs.group, "version": attrs.version, "kind": attrs.kind}
-    resource = {"group": attrs.group, "version": attrs.version, "resource": attrs.resource}
-    request: Obj = {
-        "uid": uid,
-        "kind": kind,
-        "resource": resource,
-        "requestKind": kind,
-        "requestResource": resource,
-        "name": attrs.name,
-        "operation": attrs.operation.value,
-        "userInfo": user,
-        "object": attrs.obj if attrs.operation is not Operation.DELETE else None,
-        "oldObject": attrs.old_obj,
-        "dryRun": attrs.dry_run,
-    }
+    """The AdmissionReview sent for `attrs` (admission.k8s.io/`version`): the request CEL sees, plus the objects."""
+    request: Obj = {"uid": uid, **request_map(attrs)}
     if attrs.subresource:
-        request["subResource"] = request["requestSubResource"] = attrs.subresource
-    if attrs.namespace:
-        request["namespace"] = attrs.namespace
+        request["requestSubResource"] = attrs.subresource
+    else:
+        del request["subResource"]
+    if not attrs.namespace:
+        del request["namespace"]
+    request["object"] = attrs.obj if attrs.operation is not Operation.DELETE else None
+    request["oldObject"] = attrs.old_obj
     if attrs.operation in _OPTIONS_KIND:
         request["options"] = {"kind": _OPTIONS_KIND[attrs.operation], "apiVersion": "meta.k8s.io/v1", **attrs.options}
     return {"kind": "AdmissionReview", "apiVersion": f"admission.k8s.io/{version}", "request": request}
