@@ -145,3 +145,13 @@ def test_failure_policy_on_an_evaluation_error_and_audit(api, kubectl_available)
         and "validation.policy.admission.k8s.io/validation_failure" in (e.get("annotations") or {})
     ]
     assert annotated and json.loads(annotated[-1])[0]["policy"] == "needs-label"
+
+
+def test_a_policy_whose_expression_does_not_compile_is_refused(api, kubectl_available):
+    res = apply(api, policy("broken", [{"expression": "object.spec.replicas <="}]), check=False)
+    assert res.returncode != 0
+    assert (
+        'The ValidatingAdmissionPolicy "broken" is invalid: spec.validations[0].expression: Invalid value: '
+        '"object.spec.replicas <=": compilation failed: ERROR: <input>:1:'
+    ) in res.stderr
+    assert "Syntax error: mismatched input '<EOF>'" in res.stderr
