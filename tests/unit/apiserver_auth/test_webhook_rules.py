@@ -140,3 +140,47 @@ async def test_match_conditions_select_webhooks_and_errors_follow_failure_policy
         'Internal error occurred: failed calling webhook "broken": failed to evaluate match condition "c": '
         "no such key: missing"
     )
+
+
+async def test_mutating_patches_apply_in_order_and_if_needed_webhooks_run_again():
+    import base64
+    import json
+
+    from pykubeadm.apiserver.admission import recorder
+    from pykubeadm.apiserver.admission.webhook.caller import CallError
+    from pykubeadm.apiserver.admission.webhook.plugin import MUTATING_CONFIGS, MutatingWebhooks
+    from pykubeadm.apiserver.objects import DictObjectSource
+
+    def patch(ops):
+        return {"allowed": True, "patchType": "JSONPatch", "patch": base64.b64encode(json.dumps(ops).encode()).decode()}
+
+    class Client:
+        def __init__(self):
+            self.called = []
+
+        async def call(self, hook, attrs, *, mutating):
+            self.called.append(hook["name"])
+            labels = attrs.obj["metadata"].get("labels") or {}
+            if hook["name"] == "first":  # counts what it sees; asks to be re-run if someone changes the object later
+                return patch([{"op": "add", "path": "/metadata/labels", "value": {**labels, "seen": str(len(labels))}}])
+            if hook["name"] == "second":
+                return patch([{"op": "add", "path": "/metadata/labels/second", "value": "yes"}])
+            raise CallError("failed to call webhook: down")
+
+    def hook(name, **extra):
+        return {"name": name, "rules": [rule(["pods"])], **extra}
+
+    src = DictObjectSource()
+    src.put("namespaces", {"metadata": {"name": "ns"}})
+    src.put(MUTATING_CONFIGS, {"metadata": {"name": "cfg"}, "webhooks": [
+        hook("first", reinvocationPolicy="IfNeeded"), hook("second"), hook("down", failurePolicy="Ignore"),
+    ]})  # fmt: skip
+    client = Client()
+    plugin = MutatingWebhooks(src, client)  # type: ignore[arg-type]
+    record = recorder.begin()
+    a = attrs(obj={"metadata": {"name": "x"}, "spec": {}})
+    await plugin.admit(a)
+    assert client.called == ["first", "second", "down", "first"]
+    assert a.obj["metadata"]["labels"] == {"seen": "2", "second": "yes"}
+    assert record.annotations["failed-open.mutating.webhook.admission.k8s.io/round_0_index_2"] == "down"
+    assert json.loads(record.annotations["mutation.webhook.admission.k8s.io/round_0_index_1"])["webhook"] == "second"
