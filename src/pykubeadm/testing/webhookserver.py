@@ -10,6 +10,7 @@ review's apiVersion/kind around it). Served by a thread pool, so a slow handler 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import ssl
@@ -35,6 +36,7 @@ class WebhookServer:
     def __init__(self, cert: Path, key: Path, handlers: dict[str, Handler], host: str = "127.0.0.1"):
         self.handlers = handlers
         self.requests: list[dict[str, Any]] = []
+        self._connections: set[socket.socket] = set()
         outer = self
 
         class _Req(BaseHTTPRequestHandler):
@@ -46,6 +48,11 @@ class WebhookServer:
             def setup(self) -> None:
                 super().setup()
                 self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no Nagle delay on keep-alive
+                outer._connections.add(self.request)
+
+            def finish(self) -> None:
+                outer._connections.discard(self.request)
+                super().finish()
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
@@ -96,4 +103,7 @@ class WebhookServer:
         self._stopped = True
         self._server.shutdown()
         self._server.server_close()
+        for conn in list(self._connections):  # kept-alive connections end too: the webhook is gone
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
         self._thread.join(5)

@@ -149,13 +149,21 @@ class WebhookClient:
             kw["server_hostname"] = target.server_name
         try:
             async with asyncio.timeout(timeout_s):
-                async with self.session.post(
-                    target.connect_url,
-                    data=body,
-                    headers={"Content-Type": "application/json", "Accept": "application/json"},
-                    **kw,
-                ) as resp:
-                    data = await resp.read()
+                for attempt in (1, 2):
+                    try:
+                        async with self.session.post(
+                            target.connect_url,
+                            data=body,
+                            headers={"Content-Type": "application/json", "Accept": "application/json"},
+                            **kw,
+                        ) as resp:
+                            data = await resp.read()
+                        break
+                    except aiohttp.ServerDisconnectedError:
+                        # A kept-alive connection the server had closed: once more on a new one, as Go's transport
+                        # retries a request that failed on a reused connection.
+                        if attempt == 2:
+                            raise
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise CallError(f'Post "{target.url}": {_go_error(e, target)}') from None
         if resp.status >= 300:
