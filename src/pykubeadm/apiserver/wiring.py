@@ -16,6 +16,7 @@ from pykubeadm.apiserver.authz.attributes import Attributes, Authorizer, Decisio
 from pykubeadm.apiserver.objects import ObjectSource
 from pykubeadm.apiserver.options import ServerOptions
 from pykubeadm.apiserver.registry import Store
+from pykubeadm.apiserver.registry.base import RequestContext
 from pykubeadm.apiserver.requestinfo import RequestInfo
 from pykubeadm.apiserver.state import AdmissionFn, ApiState
 from pykubeadm.errors import ValidationError
@@ -59,6 +60,14 @@ def _fallback_authorizer(options: ServerOptions) -> Authorizer:
     return authorize
 
 
+def _mutated_by_webhook() -> bool:
+    """A mutating webhook patched the object of this request (its mutation audit annotation is there)."""
+    from pykubeadm.apiserver.admission import recorder
+
+    record = recorder.current()
+    return record is not None and any(k.startswith("mutation.webhook.admission.k8s.io/") for k in record.annotations)
+
+
 def admission_adapter(chain: Any) -> AdmissionFn:
     """Adapt the auth package's AdmissionChain to the store's admission callback."""
     from pykubeadm.apiserver.admission.interfaces import AdmissionAttributes, Operation
@@ -90,6 +99,9 @@ def admission_adapter(chain: Any) -> AdmissionFn:
         for p in mutating:
             if p.handles(attrs.operation):
                 await p.admit(attrs)
+        if new is not None and _mutated_by_webhook():
+            ctx = RequestContext(user=user, namespace=attrs.namespace, dry_run=dry_run)
+            store.revalidate(new, old, ctx, info.subresource)
         for p in validating:
             if p.handles(attrs.operation):
                 await p.validate(attrs)

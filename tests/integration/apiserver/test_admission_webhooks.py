@@ -31,6 +31,10 @@ def deny_name(review):
     return {"allowed": True, "warnings": [f"{name} checked by the test webhook"]}
 
 
+def bad_label(review):
+    return {"allowed": True, **json_patch([{"op": "add", "path": "/metadata/labels", "value": {"team": "not valid!"}}])}
+
+
 def slow(review):
     time.sleep(3)
     return {"allowed": True}
@@ -39,7 +43,9 @@ def slow(review):
 @pytest.fixture(scope="module")
 def hook(api):
     cert, key = api.pki.sign("webhook", server=True, ips=["127.0.0.1"], dns=["hook-svc.default.svc"], name="webhook")
-    with WebhookServer(cert, key, {"/mutate": add_label, "/validate": deny_name, "/slow": slow}) as server:
+    with WebhookServer(
+        cert, key, {"/mutate": add_label, "/validate": deny_name, "/slow": slow, "/bad-label": bad_label}
+    ) as server:
         yield server
 
 
@@ -174,3 +180,14 @@ def test_webhook_behind_a_service_through_its_endpoints(api, hook, ca_bundle, ku
         'admission webhook "svc.example.com" denied the request: name "forbidden-svc" is not allowed here' in res.stderr
     )
     assert create_cm(api, "wh-svc", "allowed").returncode == 0
+
+
+def test_an_object_a_mutating_webhook_made_invalid_is_refused(api, hook, ca_bundle, kubectl_available):
+    api.kubectl("create", "namespace", "wh-badmutate")
+    apply(api, config("MutatingWebhookConfiguration", "bad-label",
+                      webhook("bad.example.com", {"url": hook.url("/bad-label"), "caBundle": ca_bundle},
+                              ns="wh-badmutate")))  # fmt: skip
+    eventually(lambda: create_cm(api, "wh-badmutate", f"p{time.monotonic_ns()}").returncode != 0, what="the webhook")
+    res = create_cm(api, "wh-badmutate", "mutated")
+    assert 'ConfigMap "mutated" is invalid: metadata.labels: Invalid value: "not valid!"' in res.stderr
+    assert api.kubectl("get", "configmaps", "-n", "wh-badmutate", "-o", "name").stdout == ""
