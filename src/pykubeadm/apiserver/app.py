@@ -12,6 +12,7 @@ from pykubeadm.apiserver.handlers.dispatch import handle
 from pykubeadm.apiserver.metrics import METRICS, ApiMetrics, instrument_storage, metrics_middleware
 from pykubeadm.apiserver.middleware import (
     InflightLimits,
+    admission_record_middleware,
     audit_middleware,
     authentication_middleware,
     authorization_middleware,
@@ -39,6 +40,7 @@ def build_app(
     auditor = Auditor.of(audit_sink)
     app = web.Application(
         middlewares=[
+            admission_record_middleware(),
             recovery_middleware(),
             request_info_middleware(),
             metrics_middleware(),

@@ -35,6 +35,11 @@ CACHED_RESOURCES = (
     "priorityclasses.scheduling.k8s.io",
     "resourcequotas",  # ResourceQuota admission reads them on every namespaced create
     "limitranges",  # LimitRanger admission reads them on every pod create
+    # admission webhooks read their configurations on every write; the watch applies changes at once
+    "mutatingwebhookconfigurations.admissionregistration.k8s.io",
+    "validatingwebhookconfigurations.admissionregistration.k8s.io",
+    "validatingadmissionpolicies.admissionregistration.k8s.io",
+    "validatingadmissionpolicybindings.admissionregistration.k8s.io",
 )
 
 

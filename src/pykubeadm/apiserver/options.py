@@ -120,6 +120,7 @@ _FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("authorization-mode", {}),
     ("enable-admission-plugins", {}),
     ("disable-admission-plugins", {}),
+    ("admission-control-config-file", {}),
     ("enable-bootstrap-token-auth", {"type": click.BOOL, "is_flag": False, "flag_value": "true"}),
     ("anonymous-auth", {"type": click.BOOL, "is_flag": False, "flag_value": "true"}),
     ("allow-privileged", {"type": click.BOOL, "is_flag": False, "flag_value": "true"}),

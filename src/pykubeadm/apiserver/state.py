@@ -21,9 +21,9 @@ __all__ = ["STATE", "AdmissionFn", "ApiState"]
 
 Obj = dict[str, Any]
 
-#: Admission: (operation, request info, user, store, new object or None, old object or None) → raises ApiError.
-#: Mutating plugins may change `new` in place; they run before the store's validation.
-AdmissionFn = Callable[[str, RequestInfo, UserInfo, Store, "Obj | None", "Obj | None"], Awaitable[None]]
+#: Admission: (operation, request info, user, store, new object or None, old object or None, dry run) → raises
+#: ApiError. Mutating plugins may change `new` in place; they run before the store's validation.
+AdmissionFn = Callable[[str, RequestInfo, UserInfo, Store, "Obj | None", "Obj | None", bool], Awaitable[None]]
 
 
 @dataclass

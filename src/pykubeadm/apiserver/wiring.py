@@ -16,6 +16,7 @@ from pykubeadm.apiserver.authz.attributes import Attributes, Authorizer, Decisio
 from pykubeadm.apiserver.objects import ObjectSource
 from pykubeadm.apiserver.options import ServerOptions
 from pykubeadm.apiserver.registry import Store
+from pykubeadm.apiserver.registry.base import RequestContext
 from pykubeadm.apiserver.requestinfo import RequestInfo
 from pykubeadm.apiserver.state import AdmissionFn, ApiState
 from pykubeadm.errors import ValidationError
@@ -59,6 +60,14 @@ def _fallback_authorizer(options: ServerOptions) -> Authorizer:
     return authorize
 
 
+def _mutated_by_webhook() -> bool:
+    """A mutating webhook patched the object of this request (its mutation audit annotation is there)."""
+    from pykubeadm.apiserver.admission import recorder
+
+    record = recorder.current()
+    return record is not None and any(k.startswith("mutation.webhook.admission.k8s.io/") for k in record.annotations)
+
+
 def admission_adapter(chain: Any) -> AdmissionFn:
     """Adapt the auth package's AdmissionChain to the store's admission callback."""
     from pykubeadm.apiserver.admission.interfaces import AdmissionAttributes, Operation
@@ -67,7 +76,9 @@ def admission_adapter(chain: Any) -> AdmissionFn:
     mutating = [p for p in plugins if callable(getattr(p, "admit", None))]
     validating = [p for p in plugins if callable(getattr(p, "validate", None))]
 
-    async def admit(op: str, info: RequestInfo, user: UserInfo, store: Store, new: Any, old: Any) -> None:
+    async def admit(
+        op: str, info: RequestInfo, user: UserInfo, store: Store, new: Any, old: Any, dry_run: bool = False
+    ) -> None:
         meta = (new or old or {}).get("metadata") or {}
         attrs = AdmissionAttributes(
             operation=Operation(op),
@@ -81,12 +92,16 @@ def admission_adapter(chain: Any) -> AdmissionFn:
             subresource=info.subresource,
             obj=new,
             old_obj=old,
+            dry_run=dry_run,
         )
         # Same order as AdmissionChain.run (every mutating plugin, then every validating one), with the plugin
         # lists resolved once instead of runtime-checkable Protocol isinstance checks on every request.
         for p in mutating:
             if p.handles(attrs.operation):
                 await p.admit(attrs)
+        if new is not None and _mutated_by_webhook():
+            ctx = RequestContext(user=user, namespace=attrs.namespace, dry_run=dry_run)
+            store.revalidate(new, old, ctx, info.subresource)
         for p in validating:
             if p.handles(attrs.operation):
                 await p.validate(attrs)

@@ -18,6 +18,7 @@ def test_kubeadm_flags_build_the_full_chain(pki_dir, source):
         "LimitRanger",
         "ServiceAccount",
         "NodeRestriction",
+        "PodSecurity",
         "Priority",
         "DefaultTolerationSeconds",
         "DefaultStorageClass",
@@ -25,10 +26,39 @@ def test_kubeadm_flags_build_the_full_chain(pki_dir, source):
         "CertificateApproval",
         "CertificateSigning",
         "CertificateSubjectRestriction",
+        "MutatingAdmissionWebhook",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionWebhook",
         "ResourceQuota",
         "RBACEscalationCheck",
     ]
     assert cfg.rbac is not None
+
+
+def test_admission_control_config_file_errors_name_the_flag_and_field(pki_dir, source, tmp_path):
+    flags = kubeadm_flags(pki_dir)
+    flags["admission-control-config-file"] = str(tmp_path / "missing.yaml")
+    with pytest.raises(AuthConfigError, match=r"--admission-control-config-file: open .*missing\.yaml"):
+        build_auth(flags, source)
+    bad = tmp_path / "admission.yaml"
+    bad.write_text(
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodSecurity\n"
+        "  path: psa.yaml\n"
+    )
+    (tmp_path / "psa.yaml").write_text(
+        "apiVersion: pod-security.admission.config.k8s.io/v1\nkind: PodSecurityConfiguration\n"
+        "defaults: {enforce: strict}\n"
+    )
+    flags["admission-control-config-file"] = str(bad)
+    with pytest.raises(AuthConfigError, match=r'defaults\.enforce: Invalid value: "strict"'):
+        build_auth(flags, source)
+    (tmp_path / "psa.yaml").write_text(
+        "apiVersion: pod-security.admission.config.k8s.io/v1\nkind: PodSecurityConfiguration\n"
+        "defaults: {enforce: baseline}\n"
+    )
+    cfg = build_auth(flags, source)
+    psa = next(p for p in cfg.admission.plugins if getattr(p, "name", "") == "PodSecurity")
+    assert str(psa.config.defaults.enforce) == "baseline:latest"
 
 
 async def test_bootstrap_tokens_only_with_the_flag(pki_dir, source):
@@ -88,3 +118,23 @@ def test_disable_admission_plugins(pki_dir, source):
     flags = {**kubeadm_flags(pki_dir), "disable-admission-plugins": ["ServiceAccount", "Priority"]}
     names = build_auth(flags, source).admission.names
     assert "ServiceAccount" not in names and "Priority" not in names and "NodeRestriction" in names
+
+
+def test_default_plugins_not_implemented_are_logged_once(pki_dir, source, caplog):
+    flags = kubeadm_flags(pki_dir)
+    flags["disable-admission-plugins"] = "DefaultStorageClass"
+    with caplog.at_level("WARNING", logger="pykubeadm.apiserver"):
+        cfg = build_auth(flags, source)
+    lines = [r.getMessage() for r in caplog.records if "not implemented by pykubeadm" in r.getMessage()]
+    assert len(lines) == 1
+    assert "TaintNodesByCondition" in lines[0] and "RuntimeClass" in lines[0]
+    assert "DefaultStorageClass" not in lines[0]  # disabled: not active, so not reported
+    for implemented in (
+        "PodSecurity",
+        "MutatingAdmissionWebhook",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionWebhook",
+    ):
+        assert implemented not in lines[0] and implemented in cfg.admission.names
+    flags["disable-admission-plugins"] = "PodSecurity,ValidatingAdmissionPolicy"
+    assert "PodSecurity" not in build_auth(flags, source).admission.names

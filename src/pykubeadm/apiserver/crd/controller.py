@@ -13,8 +13,10 @@ import logging
 from typing import Any
 
 from pykubeadm.apiserver import status as st
+from pykubeadm.apiserver.admission.webhook.caller import WebhookClient
 from pykubeadm.apiserver.aggregator.apiservice import AUTOMANAGED_LABEL, apiservice_name
-from pykubeadm.apiserver.crd.strategy import CLEANUP_FINALIZER, CustomResourceStrategy
+from pykubeadm.apiserver.crd.conversion import Converter, ConvertingStore, StoreSource
+from pykubeadm.apiserver.crd.strategy import CLEANUP_FINALIZER, CustomResourceStrategy, storage_version
 from pykubeadm.apiserver.printing import now_rfc3339
 from pykubeadm.apiserver.registry import Store
 from pykubeadm.apiserver.registry.base import Obj, RequestContext
@@ -38,6 +40,7 @@ class CRDController:
         #: CRD name → the (group, version, plural) keys it serves.
         self.served: dict[str, list[tuple[str, str, str]]] = {}
         self._lock = asyncio.Lock()
+        self._webhooks: WebhookClient | None = None
 
     @property
     def store(self) -> Store:
@@ -91,7 +94,7 @@ class CRDController:
             key = (strategy.group, strategy.version, strategy.plural)
             current = self.state.stores.get(key)
             if current is None or getattr(current.strategy, "schema_revision", None) != strategy.schema_revision:
-                store = Store(strategy, self.state.backend)
+                store = self._store_for(crd, strategy, v)
                 self.state.stores[key] = store
                 if v.get("storage") or strategy.resource_name not in self.state.by_resource:
                     self.state.by_resource[strategy.resource_name] = store
@@ -99,6 +102,16 @@ class CRDController:
         for key in set(self.served.get(name, [])) - set(keys):
             self.state.stores.pop(key, None)
         self.served[name] = keys
+
+    def _store_for(self, crd: Obj, strategy: CustomResourceStrategy, version: Obj) -> Store:
+        """A plain Store, or a ConvertingStore for a non-storage version of a CRD with a conversion webhook."""
+        spec = crd.get("spec") or {}
+        if (spec.get("conversion") or {}).get("strategy") != "Webhook" or version.get("storage"):
+            return Store(strategy, self.state.backend)
+        if self._webhooks is None:
+            self._webhooks = WebhookClient(StoreSource(self.state.by_resource))
+        storage = f"{spec['group']}/{storage_version(crd)}"
+        return ConvertingStore(strategy, self.state.backend, storage, Converter(crd, self._webhooks))
 
     async def unserve(self, name: str) -> None:
         async with self._lock:

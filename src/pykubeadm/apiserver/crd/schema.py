@@ -12,7 +12,7 @@ from typing import Any
 
 from pykubeadm.apiserver.status import Cause
 
-__all__ = ["apply_defaults", "jsonpath_cell", "validate_custom"]
+__all__ = ["apply_defaults", "jsonpath_cell", "property_schema", "validate_custom"]
 
 Obj = dict[str, Any]
 _TYPE_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
@@ -47,6 +47,14 @@ def _matches_type(v: Any, t: str) -> bool:
     }.get(t, True)
 
 
+def property_schema(schema: Obj, name: str) -> Obj | None:
+    """The schema of an object's property `name`: its `properties` entry, else `additionalProperties`."""
+    sub = (schema.get("properties") or {}).get(name)
+    if sub is None:
+        sub = schema.get("additionalProperties")
+    return sub if isinstance(sub, dict) else None
+
+
 def apply_defaults(value: Any, schema: Obj) -> None:
     """Set `default`s of absent properties (objects that exist only), recursively, as structural defaulting does."""
     if isinstance(value, dict):
@@ -55,10 +63,8 @@ def apply_defaults(value: Any, schema: Obj) -> None:
             if name not in value and isinstance(sub, dict) and "default" in sub:
                 value[name] = json.loads(json.dumps(sub["default"]))
         for name, v in value.items():
-            sub = props.get(name)
-            if sub is None and isinstance(schema.get("additionalProperties"), dict):
-                sub = schema["additionalProperties"]
-            if isinstance(sub, dict):
+            sub = property_schema(schema, name)
+            if sub is not None:
                 apply_defaults(v, sub)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
         for v in value:
@@ -126,13 +132,9 @@ def _validate(v: Any, s: Obj, path: str, out: list[Cause]) -> None:
         for name in s.get("required") or []:
             if name not in v:
                 out.append(Cause("FieldValueRequired", "Required value", f"{path}.{name}" if path else name))
-        props = s.get("properties") or {}
-        addl = s.get("additionalProperties")
         for name, child in v.items():
-            sub = props.get(name)
-            if sub is None and isinstance(addl, dict):
-                sub = addl
-            if isinstance(sub, dict):
+            sub = property_schema(s, name)
+            if sub is not None:
                 _validate(child, sub, f"{path}.{name}" if path else name, out)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any, ClassVar
 
+from pykubeadm.apiserver.crd.celrules import validate_rules
 from pykubeadm.apiserver.crd.schema import apply_defaults, jsonpath_cell, validate_custom
 from pykubeadm.apiserver.printing import NAME_COL, age, col, now_rfc3339
 from pykubeadm.apiserver.registry.base import Obj, RequestContext, Strategy, field_invalid, required
@@ -127,16 +128,34 @@ class CRDStrategy(Strategy):
                         f"spec.versions[{i}].schema.openAPIV3Schema.type",
                     )
                 )
-        strategy = (spec.get("conversion") or {}).get("strategy", "None")
-        if strategy != "None":
+        conversion = spec.get("conversion") or {}
+        strategy = conversion.get("strategy", "None")
+        if strategy not in ("None", "Webhook"):
             causes.append(
                 Cause(
                     "FieldValueNotSupported",
-                    f'Unsupported value: "{strategy}": supported values: "None" '
-                    "(conversion webhooks are not supported by this apiserver)",
+                    f'Unsupported value: "{strategy}": supported values: "None", "Webhook"',
                     "spec.conversion.strategy",
                 )
             )
+        elif strategy == "Webhook":
+            webhook = conversion.get("webhook")
+            if not isinstance(webhook, dict) or not webhook.get("clientConfig"):
+                causes.append(
+                    Cause(
+                        "FieldValueRequired",
+                        "Required value: required when strategy is set to Webhook",
+                        "spec.conversion.webhook",
+                    )
+                )
+            elif not set(webhook.get("conversionReviewVersions") or []) & {"v1", "v1beta1"}:
+                causes.append(
+                    Cause(
+                        "FieldValueRequired",
+                        "Required value: must include at least one of v1, v1beta1",
+                        "spec.conversion.webhook.conversionReviewVersions",
+                    )
+                )
         return causes
 
     def validate_update(self, obj: Obj, old: Obj, ctx: RequestContext) -> list[Cause]:
@@ -207,14 +226,24 @@ class CustomResourceStrategy(Strategy):
         super().prepare_for_update(obj, old, ctx)
         self._defaults(obj)
 
-    def validate(self, obj: Obj, ctx: RequestContext) -> list[Cause]:
+    def _body_and_schema(self, obj: Obj) -> tuple[Obj, Obj]:
         body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
         schema = {**self.schema, "properties": {k: v for k, v in (self.schema.get("properties") or {}).items()
                                                 if k not in ("apiVersion", "kind", "metadata")}}  # fmt: skip
-        return validate_custom(body, schema)
+        return body, schema
+
+    def validate(self, obj: Obj, ctx: RequestContext) -> list[Cause]:
+        body, schema = self._body_and_schema(obj)
+        causes = validate_custom(body, schema)
+        return causes or validate_rules(body, None, schema)
+
+    def validate_update(self, obj: Obj, old: Obj, ctx: RequestContext) -> list[Cause]:
+        body, schema = self._body_and_schema(obj)
+        causes = validate_custom(body, schema)
+        return causes or validate_rules(body, self._body_and_schema(old)[0], schema)
 
     def validate_subresource(self, sub: str, obj: Obj, old: Obj, ctx: RequestContext) -> list[Cause]:
-        return self.validate(obj, ctx)
+        return self.validate_update(obj, old, ctx)
 
     # --- printing -------------------------------------------------------------------------------------------------
 

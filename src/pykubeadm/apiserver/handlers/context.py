@@ -66,8 +66,9 @@ def admit_of(request: web.Request, store: Store) -> Admit | None:
     if state.admission is None:
         return None
     info, user, admission = info_of(request), user_of(request), state.admission
+    dry = "dryRun" in request.query
 
     async def admit(op: str, new: Obj | None, old: Obj | None) -> None:
-        await admission(op, info, user, store, new, old)
+        await admission(op, info, user, store, new, old, dry)
 
     return admit

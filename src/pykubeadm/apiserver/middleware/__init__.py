@@ -2,6 +2,7 @@
 recovery → request info → authentication → max in flight → impersonation → audit → authorization (then the verb
 handlers)."""
 
+from pykubeadm.apiserver.middleware.admissionrecord import admission_record_middleware
 from pykubeadm.apiserver.middleware.audit import audit_middleware
 from pykubeadm.apiserver.middleware.authentication import authentication_middleware
 from pykubeadm.apiserver.middleware.authorization import authorization_middleware
@@ -12,6 +13,7 @@ from pykubeadm.apiserver.middleware.requestinfo import request_info_middleware
 
 __all__ = [
     "InflightLimits",
+    "admission_record_middleware",
     "audit_middleware",
     "authentication_middleware",
     "authorization_middleware",

@@ -23,6 +23,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from pykubeadm.apiserver import status as st
+from pykubeadm.apiserver.admission import recorder
 from pykubeadm.apiserver.audit.policy import Decision, Policy, RequestAttrs, catch_all_policy
 from pykubeadm.apiserver.authn.reviews import user_info_dict
 from pykubeadm.apiserver.flowcontrol import audit_id
@@ -191,13 +192,17 @@ def _response_status(code: int, status: dict[str, Any] | None = None) -> dict[st
 
 
 def _annotations(request: web.Request) -> dict[str, str] | None:
+    """The event's annotations: the authorizer's decision and reason, then what admission recorded (webhooks'
+    and policies' audit annotations, Pod Security's)."""
+    ann: dict[str, str] = {}
     decision = request.get(AUTHZ_DECISION_KEY)
-    if decision is None:
-        return None
-    ann = {"authorization.k8s.io/decision": decision[0]}
-    if decision[1]:
-        ann["authorization.k8s.io/reason"] = decision[1]
-    return ann
+    if decision is not None:
+        ann["authorization.k8s.io/decision"] = decision[0]
+        if decision[1]:
+            ann["authorization.k8s.io/reason"] = decision[1]
+    if (record := recorder.current()) is not None and record.annotations:
+        ann.update(record.annotations)
+    return ann or None
 
 
 def _long_running(request: web.Request) -> bool:

@@ -9,8 +9,21 @@ from typing import Any
 from pykubeadm.apiserver.registry.base import Obj
 from pykubeadm.apiserver.registry.generic import Column, GenericStrategy, KindSpec, age_column
 from pykubeadm.apiserver.registry.workloads import containers_images, selector_string
+from pykubeadm.apiserver.status import Cause
 
 __all__ = ["GENERIC_KINDS", "generic_strategies"]
+
+
+def _validate_policy(obj: Obj) -> list[Cause]:
+    from pykubeadm.apiserver.admission.policy.validation import validate_policy
+
+    return validate_policy(obj)
+
+
+def _validate_webhook_configuration(obj: Obj) -> list[Cause]:
+    from pykubeadm.apiserver.admission.policy.validation import validate_webhook_configuration
+
+    return validate_webhook_configuration(obj)
 
 
 def _get(obj: Any, *path: str, default: Any = None) -> Any:
@@ -491,7 +504,7 @@ GENERIC_KINDS: tuple[KindSpec, ...] = (
             _AGE,
         ),
     ),
-    # --- admissionregistration.k8s.io/v1 (stored; webhooks and policies are not called) ------------------------
+    # --- admissionregistration.k8s.io/v1 (called by admission/webhook and admission/policy) ---------------------
     KindSpec(
         "MutatingWebhookConfiguration",
         "mutatingwebhookconfigurations",
@@ -499,6 +512,7 @@ GENERIC_KINDS: tuple[KindSpec, ...] = (
         namespaced=False,
         categories=_EXT,
         columns=(Column("Webhooks", lambda o: len(o.get("webhooks") or []), "integer"), _AGE),
+        validate_extra=_validate_webhook_configuration,
     ),
     KindSpec(
         "ValidatingWebhookConfiguration",
@@ -507,6 +521,7 @@ GENERIC_KINDS: tuple[KindSpec, ...] = (
         namespaced=False,
         categories=_EXT,
         columns=(Column("Webhooks", lambda o: len(o.get("webhooks") or []), "integer"), _AGE),
+        validate_extra=_validate_webhook_configuration,
     ),
     KindSpec(
         "ValidatingAdmissionPolicy",
@@ -517,6 +532,7 @@ GENERIC_KINDS: tuple[KindSpec, ...] = (
         subresources=("status",),
         track_generation=True,
         defaults={"spec": {"failurePolicy": "Fail"}},
+        validate_extra=_validate_policy,
         columns=(
             Column("Validations", lambda o: len(_get(o, "spec", "validations", default=[])), "integer"),
             Column(

@@ -272,6 +272,18 @@ class Store:
     def _invalid(self, obj: Obj, causes: builtins.list[st.Cause]) -> st.ApiError:
         return st.invalid(self.strategy.kind, self.group, obj.get("metadata", {}).get("name", ""), causes)
 
+    def revalidate(self, obj: Obj, old: Obj | None, ctx: RequestContext, subresource: str = "") -> None:
+        """Validate again an object that mutating admission webhooks changed after the strategy had validated it
+        (kube-apiserver validates after mutating admission); raises the 422 Invalid error."""
+        if subresource and old is not None:
+            causes = self.strategy.validate_subresource(subresource, obj, old, ctx)
+        elif old is not None:
+            causes = self._validate_meta(obj) + self.strategy.validate_update(obj, old, ctx)
+        else:
+            causes = self._validate_meta(obj) + self.strategy.validate(obj, ctx)
+        if causes:
+            raise self._invalid(obj, causes)
+
     async def create(self, namespace: str, obj: Obj, ctx: RequestContext, admit: Admit | None = None) -> Obj:
         given = _copy(obj)
         self._fill_create_meta(given, namespace)
