@@ -137,14 +137,19 @@ def test_failure_policy_on_an_evaluation_error_and_audit(api, kubectl_available)
     res = api.kubectl("apply", "-n", "vap-errors", "-f", "-", input=DEPLOY.replace("tier: {tier}", "owner: you").format(
         name="audited", replicas=1))  # fmt: skip
     assert res.returncode == 0
-    events = [json.loads(line) for line in api.audit_log.read_text().splitlines() if line.strip()]
-    annotated = [
-        e["annotations"]["validation.policy.admission.k8s.io/validation_failure"]
-        for e in events
-        if (e.get("objectRef") or {}).get("namespace") == "vap-errors"
-        and "validation.policy.admission.k8s.io/validation_failure" in (e.get("annotations") or {})
-    ]
-    assert annotated and json.loads(annotated[-1])[0]["policy"] == "needs-label"
+
+    def annotated() -> list[str]:
+        events = [json.loads(line) for line in api.audit_log.read_text().splitlines() if line.strip()]
+        return [
+            e["annotations"]["validation.policy.admission.k8s.io/validation_failure"]
+            for e in events
+            if (e.get("objectRef") or {}).get("namespace") == "vap-errors"
+            and "validation.policy.admission.k8s.io/validation_failure" in (e.get("annotations") or {})
+        ]
+
+    # The ResponseComplete event is written once the response has gone out, as kube-apiserver's is: wait for it.
+    eventually(lambda: bool(annotated()), what="the audit event of the Audit action")
+    assert json.loads(annotated()[-1])[0]["policy"] == "needs-label"
 
 
 def test_a_policy_whose_expression_does_not_compile_is_refused(api, kubectl_available):
