@@ -292,6 +292,14 @@ _USER = {"username": {"claim": "sub", "prefix": ""}}
             "claimValidationRules[*].expression when claims.email is used in claimMappings.username.expression",
         ),
         (
+            # a string literal naming the claim is no use of it
+            {
+                "claimMappings": {"username": {"expression": "'cel:' + claims.email"}},
+                "claimValidationRules": [{"expression": "'claims.email_verified' != ''"}],
+            },
+            "claims.email_verified must be used in claimMappings.username.expression",
+        ),
+        (
             {"claimMappings": _USER, "userValidationRules": [{"message": "m"}]},
             "jwt[0].userValidationRules[0].expression: Required value: expression is required",
         ),

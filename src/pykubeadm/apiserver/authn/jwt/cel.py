@@ -60,10 +60,14 @@ def compile_expression(env: Environment, path: str, expression: str, boolean: bo
     return program
 
 
+_STRING_LITERAL = re.compile(r"(?s)('{3}|\"{3}|'|\")(?:\\.|(?!\1).)*\1")
+
+
 def uses_claim(expression: str, claim: str) -> bool:
-    """Whether `expression` selects `claims.<claim>` (or `claims.?<claim>`), as kube's check of the email claim does
-    on the parsed expression."""
-    return re.search(rf"\bclaims\s*\.\s*\??\s*{re.escape(claim)}\b", expression) is not None
+    """Whether `expression` selects `claims.<claim>` (or `claims.?<claim>`) outside its string literals, as kube's
+    check of the email claim does on the parsed expression."""
+    code = _STRING_LITERAL.sub('""', expression)
+    return re.search(rf"\bclaims\s*\.\s*\??\s*{re.escape(claim)}\b", code) is not None
 
 
 def evaluate(program: Program, variables: Mapping[str, Any], what: str) -> Any:
