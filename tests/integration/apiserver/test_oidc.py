@@ -103,6 +103,25 @@ def _whoami(api: ApiServer, token: str) -> Any:
     return json.loads(res.stdout)["status"]["userInfo"]
 
 
+def _authn_config(tmp_path: Path, issuer: Issuer, **jwt_fields: Any) -> Path:
+    """An AuthenticationConfiguration trusting `issuer` (its CA inline), with the given JWT authenticator fields."""
+    config = tmp_path / "authn.yaml"
+    jwt_authenticator = {
+        "issuer": {"url": issuer.url, "audiences": [CLIENT_ID], "certificateAuthority": issuer.ca_file.read_text()},
+        **jwt_fields,
+    }
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "apiserver.config.k8s.io/v1beta1",
+                "kind": "AuthenticationConfiguration",
+                "jwt": [jwt_authenticator],
+            }
+        )
+    )
+    return config
+
+
 def test_oidc_flags_email_and_groups_rbac_and_401s(tmp_path: Path, issuer: Issuer) -> None:
     flags = [
         f"--oidc-issuer-url={issuer.url}",
@@ -160,28 +179,14 @@ def test_oidc_flags_email_and_groups_rbac_and_401s(tmp_path: Path, issuer: Issue
 
 
 def test_authentication_config_issuer_with_claim_rules(tmp_path: Path, issuer: Issuer) -> None:
-    config = tmp_path / "authn.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "apiserver.config.k8s.io/v1beta1",
-                "kind": "AuthenticationConfiguration",
-                "jwt": [
-                    {
-                        "issuer": {
-                            "url": issuer.url,
-                            "audiences": [CLIENT_ID],
-                            "certificateAuthority": issuer.ca_file.read_text(),
-                        },
-                        "claimValidationRules": [{"claim": "hd", "requiredValue": "example.com"}],
-                        "claimMappings": {
-                            "username": {"claim": "email", "prefix": "sso:"},
-                            "groups": {"claim": "groups", "prefix": "sso:"},
-                        },
-                    }
-                ],
-            }
-        )
+    config = _authn_config(
+        tmp_path,
+        issuer,
+        claimValidationRules=[{"claim": "hd", "requiredValue": "example.com"}],
+        claimMappings={
+            "username": {"claim": "email", "prefix": "sso:"},
+            "groups": {"claim": "groups", "prefix": "sso:"},
+        },
     )
     with running_apiserver(tmp_path / "api", extra_flags=[f"--authentication-config={config}"]) as api:
         who = _whoami(api, issuer.token(email="joe@example.com", groups=["admins"], hd="example.com"))
@@ -200,36 +205,20 @@ def _token_review_error(api: ApiServer, token: str) -> str:
 
 
 def test_authentication_config_cel_rules_and_mappings(tmp_path: Path, issuer: Issuer) -> None:
-    config = tmp_path / "authn.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "apiserver.config.k8s.io/v1beta1",
-                "kind": "AuthenticationConfiguration",
-                "jwt": [
-                    {
-                        "issuer": {
-                            "url": issuer.url,
-                            "audiences": [CLIENT_ID],
-                            "certificateAuthority": issuer.ca_file.read_text(),
-                        },
-                        "claimValidationRules": [
-                            {"expression": 'claims.?hd.orValue("") == "example.com"', "message": "hd must be ours"},
-                            {"expression": "claims.?email_verified.orValue(true) == true", "message": "unverified"},
-                        ],
-                        "claimMappings": {
-                            "username": {"expression": "'cel:' + claims.email"},
-                            "groups": {"expression": "claims.?roles.orValue([]).map(r, 'cel:' + r)"},
-                            "uid": {"expression": "'uid-' + claims.sub"},
-                            "extra": [{"key": "example.com/tier", "valueExpression": "claims.?tier.orValue('')"}],
-                        },
-                        "userValidationRules": [
-                            {"expression": "!user.username.startsWith('cel:system:')", "message": "no system names"}
-                        ],
-                    }
-                ],
-            }
-        )
+    config = _authn_config(
+        tmp_path,
+        issuer,
+        claimValidationRules=[
+            {"expression": 'claims.?hd.orValue("") == "example.com"', "message": "hd must be ours"},
+            {"expression": "claims.?email_verified.orValue(true) == true", "message": "unverified"},
+        ],
+        claimMappings={
+            "username": {"expression": "'cel:' + claims.email"},
+            "groups": {"expression": "claims.?roles.orValue([]).map(r, 'cel:' + r)"},
+            "uid": {"expression": "'uid-' + claims.sub"},
+            "extra": [{"key": "example.com/tier", "valueExpression": "claims.?tier.orValue('')"}],
+        },
+        userValidationRules=[{"expression": "!user.username.startsWith('cel:system:')", "message": "no system names"}],
     )
     with running_apiserver(tmp_path / "api", extra_flags=[f"--authentication-config={config}"]) as api:
         good = issuer.token(email="joe@example.com", hd="example.com", roles=["devs"], tier="gold")
@@ -261,20 +250,8 @@ def test_authentication_config_cel_rules_and_mappings(tmp_path: Path, issuer: Is
 
 
 def test_authentication_config_cel_compile_error_stops_start_up(tmp_path: Path, issuer: Issuer) -> None:
-    config = tmp_path / "authn.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "apiserver.config.k8s.io/v1beta1",
-                "kind": "AuthenticationConfiguration",
-                "jwt": [
-                    {
-                        "issuer": {"url": issuer.url, "audiences": [CLIENT_ID]},
-                        "claimMappings": {"username": {"claim": "sub", "prefix": "", "expression": "claims.sub"}},
-                    }
-                ],
-            }
-        )
+    config = _authn_config(
+        tmp_path, issuer, claimMappings={"username": {"claim": "sub", "prefix": "", "expression": "claims.sub"}}
     )
     api = ApiServer(tmp_path / "api", extra_flags=[f"--authentication-config={config}"])
     try:
