@@ -65,6 +65,10 @@ class Program:
     expression: str
     _compiled: Any
 
+    def result_type(self) -> str:
+        """The type the checker gives the expression's value, lower case (`bool`, `string`, `dyn`, …)."""
+        return str(self._compiled.return_type()).lower()
+
     def evaluate(self, data: Mapping[str, Any] | Activation) -> Any:
         """The value for `data` (the variables as a mapping, or an Activation of them bound once for several
         programs of the same environment)."""

@@ -1,6 +1,7 @@
 """OpenID Connect with a real apiserver: an issuer written for the test (its own RSA keys, discovery document and
 JWKS, served over TLS with its own CA on 127.0.0.1), ID tokens used by the real kubectl as bearer tokens, RBAC
-applied to the mapped user and groups, and 401 for expired or wrongly signed tokens."""
+applied to the mapped user and groups, and 401 for expired or wrongly signed tokens; an AuthenticationConfiguration's
+CEL claim mappings and claim/user validation rules."""
 
 from __future__ import annotations
 
@@ -102,6 +103,25 @@ def _whoami(api: ApiServer, token: str) -> Any:
     return json.loads(res.stdout)["status"]["userInfo"]
 
 
+def _authn_config(tmp_path: Path, issuer: Issuer, **jwt_fields: Any) -> Path:
+    """An AuthenticationConfiguration trusting `issuer` (its CA inline), with the given JWT authenticator fields."""
+    config = tmp_path / "authn.yaml"
+    jwt_authenticator = {
+        "issuer": {"url": issuer.url, "audiences": [CLIENT_ID], "certificateAuthority": issuer.ca_file.read_text()},
+        **jwt_fields,
+    }
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "apiserver.config.k8s.io/v1beta1",
+                "kind": "AuthenticationConfiguration",
+                "jwt": [jwt_authenticator],
+            }
+        )
+    )
+    return config
+
+
 def test_oidc_flags_email_and_groups_rbac_and_401s(tmp_path: Path, issuer: Issuer) -> None:
     flags = [
         f"--oidc-issuer-url={issuer.url}",
@@ -159,28 +179,14 @@ def test_oidc_flags_email_and_groups_rbac_and_401s(tmp_path: Path, issuer: Issue
 
 
 def test_authentication_config_issuer_with_claim_rules(tmp_path: Path, issuer: Issuer) -> None:
-    config = tmp_path / "authn.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "apiserver.config.k8s.io/v1beta1",
-                "kind": "AuthenticationConfiguration",
-                "jwt": [
-                    {
-                        "issuer": {
-                            "url": issuer.url,
-                            "audiences": [CLIENT_ID],
-                            "certificateAuthority": issuer.ca_file.read_text(),
-                        },
-                        "claimValidationRules": [{"claim": "hd", "requiredValue": "example.com"}],
-                        "claimMappings": {
-                            "username": {"claim": "email", "prefix": "sso:"},
-                            "groups": {"claim": "groups", "prefix": "sso:"},
-                        },
-                    }
-                ],
-            }
-        )
+    config = _authn_config(
+        tmp_path,
+        issuer,
+        claimValidationRules=[{"claim": "hd", "requiredValue": "example.com"}],
+        claimMappings={
+            "username": {"claim": "email", "prefix": "sso:"},
+            "groups": {"claim": "groups", "prefix": "sso:"},
+        },
     )
     with running_apiserver(tmp_path / "api", extra_flags=[f"--authentication-config={config}"]) as api:
         who = _whoami(api, issuer.token(email="joe@example.com", groups=["admins"], hd="example.com"))
@@ -188,3 +194,70 @@ def test_authentication_config_issuer_with_claim_rules(tmp_path: Path, issuer: I
         lacking = issuer.token(email="joe@example.com", groups=["admins"])
         res = api.kubectl("auth", "whoami", kubeconfig=api.kubeconfig_token(lacking, "lacking"), check=False)
         assert res.returncode != 0 and "Unauthorized" in res.stderr
+
+
+def _token_review_error(api: ApiServer, token: str) -> str:
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+    res = api.kubectl("create", "-o", "json", "-f", "-", input=json.dumps(review))
+    status = json.loads(res.stdout)["status"]
+    assert status.get("authenticated") is not True
+    return str(status.get("error", ""))
+
+
+def test_authentication_config_cel_rules_and_mappings(tmp_path: Path, issuer: Issuer) -> None:
+    config = _authn_config(
+        tmp_path,
+        issuer,
+        claimValidationRules=[
+            {"expression": 'claims.?hd.orValue("") == "example.com"', "message": "hd must be ours"},
+            {"expression": "claims.?email_verified.orValue(true) == true", "message": "unverified"},
+        ],
+        claimMappings={
+            "username": {"expression": "'cel:' + claims.email"},
+            "groups": {"expression": "claims.?roles.orValue([]).map(r, 'cel:' + r)"},
+            "uid": {"expression": "'uid-' + claims.sub"},
+            "extra": [{"key": "example.com/tier", "valueExpression": "claims.?tier.orValue('')"}],
+        },
+        userValidationRules=[{"expression": "!user.username.startsWith('cel:system:')", "message": "no system names"}],
+    )
+    with running_apiserver(tmp_path / "api", extra_flags=[f"--authentication-config={config}"]) as api:
+        good = issuer.token(email="joe@example.com", hd="example.com", roles=["devs"], tier="gold")
+        who = _whoami(api, good)
+        assert who["username"] == "cel:joe@example.com"
+        assert {"cel:devs", "system:authenticated"} <= set(who["groups"])
+        assert who["uid"] == "uid-u-123" and who["extra"]["example.com/tier"] == ["gold"]
+
+        # RBAC applies to the group the expression mapped
+        _bind_viewer(api, "cel:devs")
+        kc = api.kubeconfig_token(good, "cel")
+        assert api.kubectl("get", "configmaps", "-n", "kube-system", "-o", "name", kubeconfig=kc).returncode == 0
+
+        lacking = issuer.token(email="joe@example.com", roles=["devs"])
+        res = api.kubectl("auth", "whoami", kubeconfig=api.kubeconfig_token(lacking, "lacking"), check=False)
+        assert res.returncode != 0 and "Unauthorized" in res.stderr
+        assert _token_review_error(api, lacking).endswith(
+            "oidc: error evaluating claim validation expression: validation expression "
+            '\'claims.?hd.orValue("") == "example.com"\' failed: hd must be ours'
+        )
+
+        system = issuer.token(email="system:admin", hd="example.com")
+        res = api.kubectl("auth", "whoami", kubeconfig=api.kubeconfig_token(system, "system"), check=False)
+        assert res.returncode != 0 and "Unauthorized" in res.stderr
+        assert _token_review_error(api, system).endswith(
+            "oidc: error evaluating user info validation rule: validation expression "
+            "'!user.username.startsWith('cel:system:')' failed: no system names"
+        )
+
+
+def test_authentication_config_cel_compile_error_stops_start_up(tmp_path: Path, issuer: Issuer) -> None:
+    config = _authn_config(
+        tmp_path, issuer, claimMappings={"username": {"claim": "sub", "prefix": "", "expression": "claims.sub"}}
+    )
+    api = ApiServer(tmp_path / "api", extra_flags=[f"--authentication-config={config}"])
+    try:
+        with pytest.raises(RuntimeError) as e:
+            api.start()
+    finally:
+        api.stop()
+    assert "apiserver exited with" in str(e.value)
+    assert 'jwt[0].claimMappings.username: Invalid value: "": claim and expression can\'t both be set' in str(e.value)

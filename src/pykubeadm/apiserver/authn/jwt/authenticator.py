@@ -4,8 +4,9 @@ issuer (over TLS verified with its CA), tokens verified with PyJWT, claims mappe
 A token whose unverified `iss` is not this issuer is not ours (the next authenticator tries it). For ours: the
 signing algorithm must be allowed, the key is the JWKS key with the token's `kid` (an unknown `kid` re-fetches the
 JWKS, at most every REFRESH_MIN_SECONDS, as go-oidc's remote key set does, so a rotated issuer key is picked up);
-`exp` is required and checked without leeway, `aud` must hold one of the audiences, `iss` must match. Any failure is
-AuthenticationError (401) naming what failed; a token is never logged.
+`exp` is required and checked without leeway, `aud` must hold one of the audiences, `iss` must match. The verified
+claims become the user through the issuer's claims or CEL expressions, then pass its validation rules. Any failure
+is AuthenticationError (401) naming what failed; a token is never logged.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import aiohttp
 import jwt
 
+from pykubeadm.apiserver.authn.jwt.cel import check_rules, evaluate, string_list
 from pykubeadm.apiserver.authn.jwt.config import JWTIssuer
 from pykubeadm.apiserver.authn.user import AuthenticationError, UserInfo
 
@@ -140,36 +142,103 @@ class JWTAuthenticator:
         return self.user(claims)
 
     def user(self, claims: dict[str, Any]) -> UserInfo:
-        """Map verified claims to the user (username, groups, uid), after the required claims."""
+        """Map verified claims to the user in kube's order: username, groups, uid and extra (claims or CEL), then the
+        required claims, the claim validation rules, and the user validation rules over the mapped user."""
+        try:
+            return self._user(claims)
+        except ValueError as e:
+            raise AuthenticationError(str(e)) from None
+
+    def _user(self, claims: dict[str, Any]) -> UserInfo:
         iss = self.issuer
+        variables = {"claims": claims}
+        info = UserInfo(
+            name=self._username(claims),
+            groups=tuple(self._groups(claims)),
+            uid=self._uid(claims),
+            extra=self._extra(claims),
+        )
         for name, want in iss.required_claims.items():
             if name not in claims:
-                raise AuthenticationError(f"oidc: required claim {name} not present in ID token")
+                raise ValueError(f"oidc: required claim {name} not present in ID token")
             if claims[name] != want:
-                raise AuthenticationError(
+                raise ValueError(
                     f"oidc: required claim {name} value does not match. Got = {claims[name]}, want = {want}"
                 )
+        check_rules(iss.claim_rules, variables, "claim validation expression")
+        if iss.user_rules:
+            user = {
+                "username": info.name,
+                "uid": info.uid,
+                "groups": list(info.groups),
+                "extra": {k: list(v) for k, v in info.extra.items()},
+            }
+            check_rules(iss.user_rules, {"user": user}, "user info validation rule")
+        return info
+
+    def _extra(self, claims: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+        extra: dict[str, tuple[str, ...]] = {}
+        for m in self.issuer.extra:
+            value = evaluate(m.program, {"claims": claims}, "extra claim expression")
+            try:
+                values = string_list(value)
+            except ValueError as e:
+                raise ValueError(
+                    f"oidc: error evaluating extra claim expression: {m.program.expression}: {e}"
+                ) from None
+            if values:
+                extra[m.key] = tuple(values)
+        return extra
+
+    def _username(self, claims: dict[str, Any]) -> str:
+        iss = self.issuer
+        if iss.username_expression is not None:
+            name = evaluate(iss.username_expression, {"claims": claims}, "username claim expression")
+            if not isinstance(name, str):
+                raise ValueError(
+                    "oidc: error evaluating username claim expression: username claim expression must return a string"
+                )
+            if not name:
+                raise ValueError("oidc: empty username via CEL expression is not allowed")
+            return name
         value = claims.get(iss.username_claim)
         if value is None:
-            raise AuthenticationError(f"oidc: parse username claims {iss.username_claim!r}: claim not present")
+            raise ValueError(f"oidc: parse username claims {iss.username_claim!r}: claim not present")
         if not isinstance(value, str):
-            raise AuthenticationError(f"oidc: parse username claims {iss.username_claim!r}: claim is not a string")
+            raise ValueError(f"oidc: parse username claims {iss.username_claim!r}: claim is not a string")
         if iss.username_claim == "email" and claims.get("email_verified", True) is not True:
-            raise AuthenticationError("oidc: email not verified")
-        groups: list[str] = []
-        if iss.groups_claim and iss.groups_claim in claims:
+            raise ValueError("oidc: email not verified")
+        return iss.username_prefix + value
+
+    def _groups(self, claims: dict[str, Any]) -> list[str]:
+        iss = self.issuer
+        if iss.groups_claim:
+            if iss.groups_claim not in claims:
+                return []
             raw = claims[iss.groups_claim]
             if isinstance(raw, str):
                 raw = [raw]
             if not isinstance(raw, list) or not all(isinstance(g, str) for g in raw):
-                raise AuthenticationError(
-                    f"oidc: parse groups claim {iss.groups_claim!r}: not a string or list of strings"
-                )
-            groups = [iss.groups_prefix + g for g in raw]
-        uid = ""
+                raise ValueError(f"oidc: parse groups claim {iss.groups_claim!r}: not a string or list of strings")
+            return [iss.groups_prefix + g for g in raw]
+        if iss.groups_expression is None:
+            return []
+        value = evaluate(iss.groups_expression, {"claims": claims}, "group claim expression")
+        try:
+            return string_list(value)
+        except ValueError as e:
+            raise ValueError(f"oidc: error evaluating group claim expression: {e}") from None
+
+    def _uid(self, claims: dict[str, Any]) -> str:
+        iss = self.issuer
         if iss.uid_claim:
-            raw_uid = claims.get(iss.uid_claim)
-            if not isinstance(raw_uid, str):
-                raise AuthenticationError(f"oidc: parse uid claim {iss.uid_claim!r}: claim not present or not a string")
-            uid = raw_uid
-        return UserInfo(name=iss.username_prefix + value, uid=uid, groups=tuple(groups))
+            raw = claims.get(iss.uid_claim)
+            if not isinstance(raw, str):
+                raise ValueError(f"oidc: parse uid claim {iss.uid_claim!r}: claim not present or not a string")
+            return raw
+        if iss.uid_expression is None:
+            return ""
+        uid = evaluate(iss.uid_expression, {"claims": claims}, "uid claim expression")
+        if not isinstance(uid, str):
+            raise ValueError("oidc: error evaluating uid claim expression: uid claim expression must return a string")
+        return uid
