@@ -1,0 +1,151 @@
+"""The network-namespace lab's loopback relay: the host's 127.0.0.1 ports forwarded into the lab network.
+
+kind publishes the API server (and `extraPortMappings`) on 127.0.0.1 through Docker's port forwarding; this is that
+forwarder. The lab (`start`) binds each listening socket on 127.0.0.1 in the host's namespace, then starts the relay
+as `python -m pykubeadm.lab.relay --state DIR FD=HOST:PORT...` inside the lab's own network namespace (the bridge's),
+handing it the sockets: it accepts on the host's loopback and opens its outbound connections inside the lab, so no
+lab address is ever routed on the host. Each connection is relayed byte for byte (TLS passes through), both ways,
+until either side closes. Its pid is in `.lab/relay.pid`; `stop` ends it by that pid, after checking it is this lab's
+relay, never by name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from pykubeadm.errors import KubeadmError
+from pykubeadm.util.procstat import cmdline
+
+__all__ = ["Mapping", "listen", "running", "start", "stop"]
+
+_PID_FILE = "relay.pid"
+_LOG_FILE = "relay.log"
+_MODULE = "pykubeadm.lab.relay"
+_BUFFER = 1 << 16
+
+#: One forwarded port: (the listening socket on the host, the target "HOST:PORT" in the lab network).
+Mapping = tuple[socket.socket, str]
+
+
+def listen(port: int, what: str) -> socket.socket:
+    """A listening socket on 127.0.0.1:`port` (0: a free port) in this process's namespace; `what` names it in the
+    error when the port is taken."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+        sock.listen(128)
+    except OSError as err:
+        sock.close()
+        raise KubeadmError(f"lab: cannot listen on 127.0.0.1:{port} for {what}: {err.strerror}") from err
+    return sock
+
+
+def start(state: Path, network_ns: Path, mappings: list[Mapping]) -> int:
+    """Start the relay inside the namespace of `network_ns` (a directory with `net`) for `mappings`; its pid. The
+    sockets are closed in this process."""
+    fds = [s.fileno() for s, _ in mappings]
+    args = [f"{s.fileno()}={target}" for s, target in mappings]
+    prefix = ["nsenter", f"--net={network_ns / 'net'}", "--"]
+    with open(state / _LOG_FILE, "ab") as log:
+        proc = subprocess.Popen(
+            [*prefix, sys.executable, "-m", _MODULE, "--state", str(state), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            pass_fds=fds,
+            start_new_session=True,
+        )
+    for s, _ in mappings:
+        s.close()
+    (state / _PID_FILE).write_text(f"{proc.pid}\n")
+    return proc.pid
+
+
+def running(state: Path) -> int | None:
+    """The pid of this lab's relay, if it runs."""
+    try:
+        pid = int((state / _PID_FILE).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    args = cmdline(pid) or []
+    return pid if _MODULE in args and str(state) in args else None
+
+
+def stop(state: Path) -> bool:
+    """Stop this lab's relay by its pid; True if one ran."""
+    pid = running(state)
+    (state / _PID_FILE).unlink(missing_ok=True)
+    if pid is None:
+        return False
+    from pykubeadm.phases.reset.processes import stop_processes
+
+    stop_processes([pid], grace=5.0)
+    return True
+
+
+# --- the relay process -------------------------------------------------------------------------------------------
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(_BUFFER):
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(OSError, RuntimeError):
+            if writer.can_write_eof():
+                writer.write_eof()
+
+
+async def _relay(target: str, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+    host, _, port = target.rpartition(":")
+    try:
+        server_r, server_w = await asyncio.open_connection(host, int(port))
+    except OSError:
+        client_w.close()
+        return
+    try:
+        await asyncio.gather(_pipe(client_r, server_w), _pipe(server_r, client_w))
+    finally:
+        for w in (client_w, server_w):
+            w.close()
+
+
+async def _serve(specs: list[str]) -> None:
+    servers = []
+    for spec in specs:
+        fd, _, target = spec.partition("=")
+        sock = socket.socket(fileno=int(fd))
+
+        async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter, target: str = target) -> None:
+            await _relay(target, r, w)
+
+        servers.append(await asyncio.start_server(handle, sock=sock))
+    stop_event = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop_event.set)
+    await stop_event.wait()
+    for s in servers:
+        s.close()
+
+
+def main(argv: list[str]) -> int:  # pragma: no cover - runs as the relay process (the e2e tests start it)
+    if len(argv) < 3 or argv[0] != "--state":
+        print("usage: python -m pykubeadm.lab.relay --state DIR FD=HOST:PORT...", file=sys.stderr)
+        return 2
+    asyncio.run(_serve(argv[2:]))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv[1:]))
