@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pykubeadm import constants as c
 from pykubeadm.errors import KubeadmError
-from pykubeadm.util.namespaces import nsenter_prefix, unmount
+from pykubeadm.util.namespaces import entered, nsenter_prefix, unmount
 
 __all__ = [
     "BRIDGE",
@@ -126,6 +126,8 @@ def add_node(state: Path, name: str, address: str, veth: str) -> Path:
         "route add unreachable default\n"
     )
     _run([*nsenter_prefix(ns_dir), "ip", "-batch", "-"], node_side)
+    with entered(ns_dir):  # a node forwards (kubeadm's preflight wants it): NodePorts and Services to other nodes
+        Path("/proc/sys/net/ipv4/ip_forward").write_text("1\n")
     return ns_dir
 
 
