@@ -18,6 +18,8 @@ import pytest
 import yaml
 from tests.e2e.test_lab import _kill_leftovers, _processes_under, pykubeadm
 
+from pykubeadm.layout import Layout
+
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root"),
@@ -154,6 +156,40 @@ def test_a_published_node_port_answers_on_the_hosts_loopback(lab: NetnsLab) -> N
             last = err
             time.sleep(0.3)
     pytest.fail(f"nothing answered on the published 127.0.0.1:{lab.published}: {last}")
+
+
+def _wait_ready(lab: NetnsLab, node: str, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    status = ""
+    while time.monotonic() < deadline:
+        res = subprocess.run(
+            ["kubectl", "--kubeconfig", str(lab.kubeconfig), "get", "node", node, "--no-headers"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        status = res.stdout.split()[1] if res.returncode == 0 and res.stdout.split() else res.stderr
+        if status == "Ready":
+            return
+        time.sleep(0.3)
+    pytest.fail(f"{node} is not Ready: {status}")
+
+
+def test_stop_start_reset_and_join_again_keep_the_node_in_its_namespaces(lab: NetnsLab) -> None:
+    for args in (["stop", "lab-worker2"], ["start", "lab-worker2"]):
+        res = pykubeadm("lab", *args, "--dir", str(lab.dir))
+        assert res.returncode == 0, res.stdout + res.stderr
+    kubelet = int(Layout(lab.dir / "lab-worker2").kubelet_pid_file.read_text())
+    worker_net = lab.dir / ".lab/netns/lab-worker2/net"
+    assert os.stat(f"/proc/{kubelet}/ns/net").st_ino == os.stat(worker_net).st_ino
+    _wait_ready(lab, "lab-worker2")
+    res = pykubeadm("lab", "reset", "lab-worker2", "--dir", str(lab.dir))
+    assert res.returncode == 0, res.stdout + res.stderr
+    res = pykubeadm("lab", "join", "--dir", str(lab.dir), "--node", "lab-worker2")
+    assert res.returncode == 0, res.stdout + res.stderr
+    _wait_ready(lab, "lab-worker2")
+    res = lab.exec("lab-worker2", "ip", "-4", "-o", "addr")
+    assert f"inet {lab.address('lab-worker2')}/16" in res.stdout
 
 
 def test_zz_lab_down_leaves_the_host_as_before(lab: NetnsLab) -> None:

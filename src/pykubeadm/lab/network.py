@@ -97,7 +97,7 @@ def create(state: Path) -> None:
     """The lab's namespace with its bridge at the gateway address; a KubeadmError saying why where the kernel (or a
     missing program) refuses."""
     net = network_namespace(state)
-    _new_namespaces(net, None)
+    _new_namespaces(net, "lab-network")  # a UTS namespace too: entered as a node's are (util.namespaces)
     script = (
         "link set lo up\n"
         f"link add {BRIDGE} type bridge\n"

@@ -90,9 +90,9 @@ def parse_publish(flags: Iterable[str]) -> list[tuple[int, int]]:
     """`--publish PORT[:NODEPORT]` values → (host port, NodePort); NODEPORT defaults to PORT."""
     out: list[tuple[int, int]] = []
     for flag in flags:
-        host, _, node = flag.partition(":")
+        host, sep, node = flag.partition(":")
         try:
-            pair = (int(host), int(node or host))
+            pair = (int(host), int(node if sep else host))
         except ValueError:
             pair = (-1, -1)
         if not (0 < pair[0] < 65536 and 0 < pair[1] < 65536):
