@@ -8,6 +8,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -119,6 +120,23 @@ def test_each_node_has_its_own_address_and_hostname(lab: NetnsLab) -> None:
         assert res.returncode == 0 and res.stdout.strip() == node, (node, res.stdout, res.stderr)
 
 
+def test_every_process_of_a_node_runs_in_its_namespaces(lab: NetnsLab) -> None:
+    from pykubeadm.phases.reset.processes import node_processes
+
+    for node in NODES:
+        ns = {kind: os.stat(lab.dir / ".lab/netns" / node / kind).st_ino for kind in ("net", "uts")}
+        pids = node_processes(lab.dir / node)
+        assert len(pids) >= 2, (node, pids)  # its kubelet and kube-proxy at least
+        for pid in pids:
+            try:
+                net = os.stat(f"/proc/{pid}/ns/net").st_ino
+            except FileNotFoundError:
+                continue  # ended meanwhile
+            assert net == ns["net"], (node, pid, Path(f"/proc/{pid}/cmdline").read_bytes()[:200])
+        kubelet = int(Layout(lab.dir / node).kubelet_pid_file.read_text())
+        assert os.stat(f"/proc/{kubelet}/ns/uts").st_ino == ns["uts"]  # (a container has a UTS namespace of its own)
+
+
 def test_the_host_namespace_holds_no_lab_address_or_link(lab: NetnsLab) -> None:
     now = _host_state(lab.dir)
     assert not any(a.startswith("172.18.") for a in now["addresses"] - lab.before["addresses"])
@@ -138,6 +156,20 @@ def test_kube_proxy_runs_nftables_in_each_node_and_service_ips_answer(lab: Netns
             break
         time.sleep(0.2)
     assert res.stdout.strip() == "ok", res.stderr
+
+
+def test_kube_dns_answers_on_its_cluster_ip_inside_a_node(lab: NetnsLab) -> None:
+    query = (
+        "import dns.resolver; r = dns.resolver.Resolver(configure=False); r.nameservers = ['10.96.0.10']; "
+        "print(r.resolve('kubernetes.default.svc.cluster.local', 'A', lifetime=5)[0])"
+    )
+    deadline = time.monotonic() + 30
+    while True:  # CoreDNS may still be starting
+        res = lab.exec("lab-worker", sys.executable, "-c", query)
+        if res.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert res.stdout.strip() == "10.96.0.1", res.stderr[-1500:]
 
 
 def test_a_published_node_port_answers_on_the_hosts_loopback(lab: NetnsLab) -> None:

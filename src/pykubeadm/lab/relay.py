@@ -5,18 +5,18 @@ forwarder. The lab (`start`) binds each listening socket on 127.0.0.1 in the hos
 as `python -m pykubeadm.lab.relay --state DIR FD=HOST:PORT...` inside the lab's own network namespace (the bridge's),
 handing it the sockets: it accepts on the host's loopback and opens its outbound connections inside the lab, so no
 lab address is ever routed on the host. Each connection is relayed byte for byte (TLS passes through), both ways,
-until either side closes. Its pid is in `.lab/relay.pid`; `stop` ends it by that pid, after checking it is this lab's
+until both sides have closed. Its pid is in `.lab/relay.pid`; `stop` ends it by that pid, after checking it is this lab's
 relay, never by name.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from pykubeadm.errors import KubeadmError
@@ -90,61 +90,56 @@ def stop(state: Path) -> bool:
     return True
 
 
-# --- the relay process -------------------------------------------------------------------------------------------
+# --- the relay process (threads, not asyncio: it starts while init is busiest, and asyncio's imports cost more) ------
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+def _pump(src: socket.socket, dst: socket.socket) -> None:
+    """Copy `src` to `dst` until `src` ends, then end `dst`'s writing side (a half-close passes through)."""
     try:
-        while data := await reader.read(_BUFFER):
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, OSError):
+        while data := src.recv(_BUFFER):
+            dst.sendall(data)
+    except OSError:
         pass
     finally:
-        with contextlib.suppress(OSError, RuntimeError):
-            if writer.can_write_eof():
-                writer.write_eof()
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
 
 
-async def _relay(target: str, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+def _relay(conn: socket.socket, target: str) -> None:
     host, _, port = target.rpartition(":")
     try:
-        server_r, server_w = await asyncio.open_connection(host, int(port))
+        upstream = socket.create_connection((host, int(port)), timeout=10.0)
     except OSError:
-        client_w.close()
+        conn.close()
         return
-    try:
-        await asyncio.gather(_pipe(client_r, server_w), _pipe(server_r, client_w))
-    finally:
-        for w in (client_w, server_w):
-            w.close()
+    upstream.settimeout(None)
+    back = threading.Thread(target=_pump, args=(upstream, conn), daemon=True)
+    back.start()
+    _pump(conn, upstream)
+    back.join()
+    conn.close()
+    upstream.close()
 
 
-async def _serve(specs: list[str]) -> None:
-    servers = []
-    for spec in specs:
-        fd, _, target = spec.partition("=")
-        sock = socket.socket(fileno=int(fd))
-
-        async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter, target: str = target) -> None:
-            await _relay(target, r, w)
-
-        servers.append(await asyncio.start_server(handle, sock=sock))
-    stop_event = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop_event.set)
-    await stop_event.wait()
-    for s in servers:
-        s.close()
+def _accept(listener: socket.socket, target: str) -> None:
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except OSError:  # EMFILE, ECONNABORTED: the next client may fare better
+            continue
+        threading.Thread(target=_relay, args=(conn, target), daemon=True).start()
 
 
 def main(argv: list[str]) -> int:  # pragma: no cover - runs as the relay process (the e2e tests start it)
     if len(argv) < 3 or argv[0] != "--state":
         print("usage: python -m pykubeadm.lab.relay --state DIR FD=HOST:PORT...", file=sys.stderr)
         return 2
-    asyncio.run(_serve(argv[2:]))
-    return 0
+    for spec in argv[2:]:
+        fd, _, target = spec.partition("=")
+        listener = socket.socket(fileno=int(fd))
+        threading.Thread(target=_accept, args=(listener, target), daemon=True).start()
+    while True:  # until SIGTERM (lab down)
+        signal.pause()
 
 
 if __name__ == "__main__":  # pragma: no cover
