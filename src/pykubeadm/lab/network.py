@@ -131,6 +131,25 @@ def add_node(state: Path, name: str, address: str, veth: str) -> Path:
     return ns_dir
 
 
+def processes_inside(state: Path) -> list[int]:
+    """The pids of processes in any of the lab's network namespaces (by the namespace's inode)."""
+    inodes = set()
+    for path in netns_root(state).glob("*/net"):
+        if os.path.ismount(path):
+            inodes.add(os.stat(path).st_ino)
+    if not inodes:
+        return []
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if os.stat(f"/proc/{entry.name}/ns/net").st_ino in inodes:
+                    found.append(int(entry.name))
+            except OSError:  # gone, or a kernel thread
+                continue
+    return found
+
+
 def remove(state: Path) -> int:
     """Unmount every namespace file of the lab and remove their directories; how many were mounted."""
     root = netns_root(state)

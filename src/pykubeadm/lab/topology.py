@@ -155,6 +155,12 @@ def remove(state: Path, out: Out) -> None:
     """Stop the relay and take the lab network away (every namespace file unmounted)."""
     if relay.stop(state):
         out("[lab] stopped the relay on 127.0.0.1")
+    left = network.processes_inside(state)
+    if left:  # said, not hidden: nothing of a node may outlive it
+        from pykubeadm.phases.reset.processes import stop_processes
+
+        stop_processes(left, grace=5.0)
+        out(f"[lab] stopped {len(left)} process(es) still inside the lab's namespaces: {left}")
     count = network.remove(state)
     if count:
         out(f"[lab] removed the lab network ({count} namespace(s))")
