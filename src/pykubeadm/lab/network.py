@@ -96,6 +96,7 @@ def _new_namespaces(ns_dir: Path, hostname: str | None) -> None:
 def create(state: Path) -> None:
     """The lab's namespace with its bridge at the gateway address; a KubeadmError saying why where the kernel (or a
     missing program) refuses."""
+    remove(state)  # what a failed `lab up` may have left
     net = network_namespace(state)
     _new_namespaces(net, "lab-network")  # a UTS namespace too: entered as a node's are (util.namespaces)
     script = (
@@ -157,6 +158,7 @@ def remove(state: Path) -> int:
         return 0
     count = 0
     for path in sorted(root.glob("*/*")):
-        count += unmount(path)
+        while unmount(path):  # a file mounted twice (a namespace made again over a stale one) is unmounted twice
+            count += 1
     shutil.rmtree(root, ignore_errors=True)
     return count
