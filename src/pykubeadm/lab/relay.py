@@ -2,11 +2,11 @@
 
 kind publishes the API server (and `extraPortMappings`) on 127.0.0.1 through Docker's port forwarding; this is that
 forwarder. The lab (`start`) binds each listening socket on 127.0.0.1 in the host's namespace, then starts the relay
-as `python -m pykubeadm.lab.relay --state DIR FD=HOST:PORT...` inside the lab's own network namespace (the bridge's),
-handing it the sockets: it accepts on the host's loopback and opens its outbound connections inside the lab, so no
-lab address is ever routed on the host. Each connection is relayed byte for byte (TLS passes through), both ways,
-until both sides have closed. Its pid is in `.lab/relay.pid`; `stop` ends it by that pid, after checking it is this lab's
-relay, never by name.
+as `python -m pykubeadm.lab.relay --state DIR --namespaces NSDIR FD=HOST:PORT...`, handing it the sockets; it enters
+the lab's own network namespace (the bridge's) before anything else. So it accepts on the host's loopback and opens
+its outbound connections inside the lab: no lab address is ever routed on the host. Each connection is relayed byte
+for byte (TLS passes through), both ways, until both sides have closed. Its pid is in `.lab/relay.pid`; `stop` ends
+it by that pid, after checking it is this lab's relay, never by name.
 """
 
 from __future__ import annotations
@@ -52,10 +52,9 @@ def start(state: Path, network_ns: Path, mappings: list[Mapping]) -> int:
     sockets are closed in this process."""
     fds = [s.fileno() for s, _ in mappings]
     args = [f"{s.fileno()}={target}" for s, target in mappings]
-    prefix = ["nsenter", f"--net={network_ns / 'net'}", "--"]
     with open(state / _LOG_FILE, "ab") as log:
         proc = subprocess.Popen(
-            [*prefix, sys.executable, "-m", _MODULE, "--state", str(state), *args],
+            [sys.executable, "-m", _MODULE, "--state", str(state), "--namespaces", str(network_ns), *args],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
@@ -131,10 +130,13 @@ def _accept(listener: socket.socket, target: str) -> None:
 
 
 def main(argv: list[str]) -> int:  # pragma: no cover - runs as the relay process (the e2e tests start it)
-    if len(argv) < 3 or argv[0] != "--state":
-        print("usage: python -m pykubeadm.lab.relay --state DIR FD=HOST:PORT...", file=sys.stderr)
+    if len(argv) < 5 or argv[0] != "--state" or argv[2] != "--namespaces":
+        print("usage: python -m pykubeadm.lab.relay --state DIR --namespaces DIR FD=HOST:PORT...", file=sys.stderr)
         return 2
-    for spec in argv[2:]:
+    from pykubeadm.util.namespaces import enter
+
+    enter(argv[3])  # the listening sockets stay on the host's loopback; every connection it opens is in the lab
+    for spec in argv[4:]:
         fd, _, target = spec.partition("=")
         listener = socket.socket(fileno=int(fd))
         threading.Thread(target=_accept, args=(listener, target), daemon=True).start()

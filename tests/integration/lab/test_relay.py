@@ -21,8 +21,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces ne
 
 _ECHO = """
 import socket, sys
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
-print(s.getsockname()[1], flush=True)
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+print("listening", flush=True)
 while True:
     c, _ = s.accept()
     data = b""
@@ -36,29 +36,37 @@ while True:
 def namespace(tmp_path: Path) -> Iterator[Path]:
     ns = tmp_path / "ns"
     ns.mkdir()
-    (ns / "net").touch()
-    subprocess.run(["unshare", f"--net={ns / 'net'}", "ip", "link", "set", "lo", "up"], check=True)
+    for kind in ("net", "uts"):
+        (ns / kind).touch()
+    subprocess.run(
+        ["unshare", f"--net={ns / 'net'}", f"--uts={ns / 'uts'}", "ip", "link", "set", "lo", "up"], check=True
+    )
     try:
         yield ns
     finally:
-        unmount(ns / "net")
+        for kind in ("net", "uts"):
+            unmount(ns / kind)
 
 
 def test_relay_forwards_the_hosts_loopback_into_the_namespace(tmp_path: Path, namespace: Path) -> None:
+    held = socket.socket()  # the port, bound and not listening on the host's 127.0.0.1: nobody else answers there
+    held.bind(("127.0.0.1", 0))
+    port = held.getsockname()[1]
     server = subprocess.Popen(
-        ["nsenter", f"--net={namespace / 'net'}", sys.executable, "-c", _ECHO], stdout=subprocess.PIPE, text=True
+        ["nsenter", f"--net={namespace / 'net'}", sys.executable, "-c", _ECHO, str(port)],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert server.stdout is not None
     state = tmp_path / "state"
     state.mkdir()
     try:
-        port = int(server.stdout.readline())
+        assert server.stdout.readline().strip() == "listening"
         with socket.socket() as direct:  # the host's own 127.0.0.1 has no such server
             assert direct.connect_ex(("127.0.0.1", port)) != 0
         listener = relay.listen(0, "the test")
         host_port = listener.getsockname()[1]
         pid = relay.start(state, namespace, [(listener, f"127.0.0.1:{port}")])
-        assert relay.running(state) == pid
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -73,6 +81,7 @@ def test_relay_forwards_the_hosts_loopback_into_the_namespace(tmp_path: Path, na
             assert time.monotonic() < deadline, "the relay never answered"
             time.sleep(0.05)
         assert answer == b"HELLO THROUGH THE RELAY"
+        assert relay.running(state) == pid
         with pytest.raises(Exception, match=f"cannot listen on 127.0.0.1:{host_port} for --publish"):
             relay.listen(host_port, "--publish")
         assert relay.stop(state)
@@ -81,5 +90,6 @@ def test_relay_forwards_the_hosts_loopback_into_the_namespace(tmp_path: Path, na
             assert after.connect_ex(("127.0.0.1", host_port)) != 0
     finally:
         relay.stop(state)
+        held.close()
         server.kill()
         server.wait()
