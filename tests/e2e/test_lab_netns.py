@@ -4,6 +4,7 @@ published with `--publish`, and `lab down` leaving the host as it found it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -80,19 +81,25 @@ class NetnsLab:
         return str(next(n["address"] for n in nodes if n["name"] == node))
 
 
+@contextlib.contextmanager
+def netns_lab_up(lab_dir: Path, *args: str, timeout: float = 240) -> Iterator[str]:
+    """`lab up --topology netns ARGS` in `lab_dir` (its output), `lab down` after, whatever happened."""
+    res = pykubeadm("lab", "up", "--dir", str(lab_dir), "--topology", "netns", *args, timeout=timeout)
+    try:
+        assert res.returncode == 0, f"lab up failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+        yield res.stdout
+    finally:
+        pykubeadm("lab", "down", "--dir", str(lab_dir))
+        _kill_leftovers(lab_dir)
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsLab]:
     lab_dir = tmp_path_factory.mktemp("netns") / "lab"
     before = _host_state(lab_dir)
     port = _free_port()
-    args = ["--dir", str(lab_dir), "--topology", "netns", "--workers", "2", "--publish", f"{port}:{NODE_PORT}"]
-    res = pykubeadm("lab", "up", *args)
-    try:
-        assert res.returncode == 0, f"lab up failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
-        yield NetnsLab(lab_dir, port, before, res.stdout)
-    finally:
-        pykubeadm("lab", "down", "--dir", str(lab_dir))
-        _kill_leftovers(lab_dir)
+    with netns_lab_up(lab_dir, "--workers", "2", "--publish", f"{port}:{NODE_PORT}") as output:
+        yield NetnsLab(lab_dir, port, before, output)
 
 
 def test_lab_up_says_which_topology_it_built(lab: NetnsLab) -> None:

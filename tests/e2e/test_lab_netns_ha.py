@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.e2e.test_lab import _kill_leftovers, _processes_under, pykubeadm
+from tests.e2e.test_lab import _processes_under, pykubeadm
+from tests.e2e.test_lab_netns import netns_lab_up
 
 pytestmark = [
     pytest.mark.e2e,
@@ -32,14 +33,8 @@ def _kubectl(lab_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     lab_dir = tmp_path_factory.mktemp("netns-ha") / "lab"
-    args = ["--dir", str(lab_dir), "--topology", "netns", "--control-planes", "3", "--workers", "1"]
-    res = pykubeadm("lab", "up", *args, "--datastore", "etcd", timeout=420)
-    try:
-        assert res.returncode == 0, f"lab up failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+    with netns_lab_up(lab_dir, "--control-planes", "3", "--workers", "1", "--datastore", "etcd", timeout=420):
         yield lab_dir
-    finally:
-        pykubeadm("lab", "down", "--dir", str(lab_dir))
-        _kill_leftovers(lab_dir)
 
 
 def test_every_node_ready_through_the_host_kubeconfig(lab: Path) -> None:

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.e2e.test_lab import _kill_leftovers, pykubeadm
+from tests.e2e.test_lab import pykubeadm
+from tests.e2e.test_lab_netns import netns_lab_up
 
 pytestmark = [
     pytest.mark.e2e,
@@ -21,14 +22,8 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     lab_dir = tmp_path_factory.mktemp("netns-upgrade") / "lab"
-    args = ["--dir", str(lab_dir), "--topology", "netns", "--workers", "1", "--kubernetes-version", "v1.32.4"]
-    res = pykubeadm("lab", "up", *args)
-    try:
-        assert res.returncode == 0, f"lab up failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+    with netns_lab_up(lab_dir, "--workers", "1", "--kubernetes-version", "v1.32.4"):
         yield lab_dir
-    finally:
-        pykubeadm("lab", "down", "--dir", str(lab_dir))
-        _kill_leftovers(lab_dir)
 
 
 def test_lab_status_and_upgrade_in_the_netns_topology(lab: Path) -> None:
