@@ -68,7 +68,7 @@ def main() -> None:
             t0 = time.monotonic()
             _check(
                 _pykubeadm(
-                    "lab", "up", "--dir", str(lab), "--control-planes", "3", "--workers", str(args.workers),
+                    "lab", "up", "--topology", "loopback", "--dir", str(lab), "--control-planes", "3", "--workers", str(args.workers),
                     "--datastore", "etcd",
                 ),
                 "lab up",

@@ -86,7 +86,7 @@ def run(n: int, steady: float) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory(prefix="pods-bench-") as tmp:
         lab_dir = Path(tmp) / "lab"
-        res = _pykubeadm("lab", "up", "--dir", str(lab_dir), "--workers", "1")
+        res = _pykubeadm("lab", "up", "--topology", "loopback", "--dir", str(lab_dir), "--workers", "1")
         if res.returncode != 0:
             raise SystemExit(f"lab up failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
         try:

@@ -192,7 +192,7 @@ def run(
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-workloads-") as tmp:
         lab_dir = Path(tmp) / "lab"
-        up = _pykubeadm("lab", "up", "--dir", str(lab_dir), "--workers", str(workers))
+        up = _pykubeadm("lab", "up", "--topology", "loopback", "--dir", str(lab_dir), "--workers", str(workers))
         if up.returncode != 0:
             raise RuntimeError(f"lab up failed: {up.stdout[-2000:]}{up.stderr[-2000:]}")
         try:

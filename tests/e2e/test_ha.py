@@ -152,7 +152,18 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     lab = Lab(lab_dir)
     try:
         res = pykubeadm(
-            "lab", "up", "--dir", str(lab_dir), "--control-planes", "3", "--workers", "1", "--datastore", "etcd"
+            "lab",
+            "up",
+            "--topology",
+            "loopback",
+            "--dir",
+            str(lab_dir),
+            "--control-planes",
+            "3",
+            "--workers",
+            "1",
+            "--datastore",
+            "etcd",
         )
         assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
         yield lab

@@ -44,7 +44,7 @@ def lab_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     lab_dir = tmp_path_factory.mktemp("ha-ext") / "lab"
     try:
         res = pykubeadm(
-            "lab", "up", "--dir", str(lab_dir), "--control-planes", "3", "--workers", "1",
+            "lab", "up", "--topology", "loopback", "--dir", str(lab_dir), "--control-planes", "3", "--workers", "1",
             "--datastore", "external-etcd",
         )  # fmt: skip
         assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]

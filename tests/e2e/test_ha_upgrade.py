@@ -68,7 +68,7 @@ def test_upgrade_an_ha_cluster_while_it_serves(tmp_path: Path) -> None:
     lab = tmp_path / "lab"
     try:
         res = pykubeadm(
-            "lab", "up", "--dir", str(lab), "--control-planes", "3", "--workers", "1", "--datastore", "etcd",
+            "lab", "up", "--topology", "loopback", "--dir", str(lab), "--control-planes", "3", "--workers", "1", "--datastore", "etcd",
             "--kubernetes-version", "v1.32.4",
         )  # fmt: skip
         assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]

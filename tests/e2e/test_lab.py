@@ -96,7 +96,7 @@ class Lab:
 
 
 def _lab_up(lab_dir: Path, *args: str) -> Lab:
-    res = pykubeadm("lab", "up", "--dir", str(lab_dir), *args)
+    res = pykubeadm("lab", "up", "--topology", "loopback", "--dir", str(lab_dir), *args)
     assert res.returncode == 0, f"lab up failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     return Lab(lab_dir)
 

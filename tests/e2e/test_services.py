@@ -81,7 +81,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
     lab_dir = tmp_path_factory.mktemp("svclab")
     start = time.monotonic()
     try:
-        res = _pykubeadm("lab", "up", "--dir", str(lab_dir), "--workers", "2")
+        res = _pykubeadm("lab", "up", "--topology", "loopback", "--dir", str(lab_dir), "--workers", "2")
         assert res.returncode == 0, f"lab up failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
         lab = Lab(lab_dir)
         wait_for(

@@ -1,5 +1,5 @@
-"""`pykubeadm lab up|join|status|stop|start|reset|upgrade|down`: a local multi-node cluster on loopback addresses (see
-pykubeadm.lab)."""
+"""`pykubeadm lab up|join|status|exec|stop|start|reset|upgrade|down`: a local multi-node cluster, its nodes in network
+namespaces of their own or on loopback addresses (see pykubeadm.lab)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
+from pykubeadm import constants as c
 from pykubeadm.lab.cluster import DATASTORES, lab_down, lab_join, lab_up, parse_image_flags
+from pykubeadm.lab.topology import parse_publish
 
 # lab.nodectl, lab.status and lab.upgrade are imported by their own commands: nodectl brings reset's phases (etcd3gw,
 # requests: ~0.15 s) that `lab up` and `lab join` do not run.
@@ -26,7 +28,8 @@ _DIR = click.option(
 
 @click.group(name="lab")
 def command() -> None:
-    """Run a local multi-node cluster: control planes and workers on 127.0.10.x, each node in its own root dir."""
+    """Run a local multi-node cluster: control planes and workers each in its own root dir and (as root) its own
+    network namespace on the lab's bridge, else on 127.0.10.x."""
 
 
 @command.command("up")
@@ -75,6 +78,22 @@ def command() -> None:
     help="A kind-like Cluster file: its nodes' roles, kubeadmConfigPatches merged into the configurations the lab "
     "generates (for all nodes or one), and extraMounts copied into the nodes before they init or join.",
 )
+@click.option(
+    "--topology",
+    type=click.Choice(["netns", "loopback"]),
+    default=None,
+    help="netns: each node in its own network and UTS namespaces on the lab's bridge (172.18.0.0/16), the API server "
+    "published on the host's 127.0.0.1 (needs root); loopback: every node in the host's network namespace on "
+    "127.0.10.x. Default: netns where it can be made, else loopback.",
+)
+@click.option(
+    "--publish",
+    "published",
+    multiple=True,
+    metavar="PORT[:NODEPORT]",
+    help="netns topology: publish NODEPORT (default PORT) of the cluster on the host's 127.0.0.1:PORT (kind's "
+    "extraPortMappings). Repeatable.",
+)
 @click.pass_context
 def up(
     ctx: click.Context,
@@ -86,6 +105,8 @@ def up(
     kubernetes_version: str | None,
     images: tuple[str, ...],
     config_file: Path | None,
+    topology: str | None,
+    published: tuple[str, ...],
 ) -> None:
     """Create the lab: `init` on the first control plane, `join` on every other node, wait until all Nodes are Ready."""
     cluster_config = None
@@ -108,6 +129,8 @@ def up(
         with_load_balancer=load_balancer,
         kubernetes_version=kubernetes_version,
         cluster_config=cluster_config,
+        topology_name=topology,
+        publish=parse_publish(published),
     )
 
 
@@ -147,6 +170,27 @@ def status(lab_dir: Path) -> None:
         click.echo(f"\n{'EXTERNAL ETCD':<22} {'CLIENT URL':<28} ROLE")
         for name, url, role in st.etcd_members:
             click.echo(f"{name:<22} {url:<28} {role}")
+
+
+@command.command("exec", context_settings={"ignore_unknown_options": True})
+@_DIR
+@click.argument("node")
+@click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
+def exec_(lab_dir: Path, node: str, cmd: tuple[str, ...]) -> None:
+    """Run CMD inside NODE (its network and UTS namespaces, kind's `docker exec`): `lab exec NODE -- CMD ARGS...`."""
+    import os
+
+    from pykubeadm.lab.cluster import find_node
+    from pykubeadm.util.namespaces import enter
+
+    found = find_node(lab_dir.absolute(), node)
+    if found.namespaces:
+        enter(found.namespaces)  # a loopback lab's node is the host's namespace: the command runs as it is
+    os.environ[c.ROOT_DIR_ENV] = str(found.root)  # pykubeadm commands act on the node, as on a machine
+    try:
+        os.execvp(cmd[0], list(cmd))  # noqa: S606 - the command the user gave, as docker exec runs it
+    except OSError as err:
+        raise click.ClickException(f"{cmd[0]}: {err.strerror}") from err
 
 
 @command.command("stop")

@@ -212,10 +212,17 @@ class WarmKubelet:
         self._pid: int | None = None
 
     @classmethod
-    def request(cls, path: Path, root: str, fork_server: bool) -> WarmKubelet | None:
-        """Ask the zygote at `path` for a warm kubelet for `root`; None if there is no zygote to ask."""
+    def request(cls, path: Path, root: str, fork_server: bool, namespaces: str = "") -> WarmKubelet | None:
+        """Ask the zygote at `path` for a warm kubelet for `root` (in the node namespaces of directory `namespaces`,
+        util.namespaces, when given); None if there is no zygote to ask."""
         try:
-            request = {"root": root, "fork_server": fork_server, "env": dict(os.environ), "cwd": os.getcwd()}
+            request = {
+                "root": root,
+                "fork_server": fork_server,
+                "env": dict(os.environ),
+                "cwd": os.getcwd(),
+                "namespaces": namespaces,
+            }
         except OSError:  # no working directory any more
             return None
         sock = _send(path, request)
@@ -267,17 +274,24 @@ class Command:
 
     @classmethod
     def request(
-        cls, path: Path, args: list[str], log: Path | None, modules: tuple[str, ...] = (), warm_kubelet: str = ""
+        cls,
+        path: Path,
+        args: list[str],
+        log: Path | None,
+        modules: tuple[str, ...] = (),
+        warm_kubelet: str = "",
+        namespaces: str = "",
     ) -> Command | None:
         """Have the zygote at `path` run `pykubeadm ARGS...` (output appended to `log`) after importing `modules`,
-        asking first for the warm kubelet of node root `warm_kubelet`; None if there is no zygote to ask (the caller
-        runs the command itself)."""
+        asking first for the warm kubelet of node root `warm_kubelet`, both in the node namespaces of directory
+        `namespaces` when given; None if there is no zygote to ask (the caller runs the command itself)."""
         try:
             request = {
                 "command": args,
                 "log": str(log.absolute()) if log is not None else None,
                 "modules": list(modules),
                 "warm_kubelet": warm_kubelet,
+                "namespaces": namespaces,
                 "env": {k: v for k, v in os.environ.items() if k != c.ROOT_DIR_ENV},
                 "cwd": os.getcwd(),
                 "installation": _installation(),
@@ -512,6 +526,15 @@ def _read_request(conn: socket.socket) -> dict[str, Any]:
     return request
 
 
+def _enter_node(request: dict[str, Any]) -> None:  # pragma: no cover - runs in a grandchild
+    """Enter the node namespaces the request names (a network-namespace lab's node), if it names any."""
+    namespaces = request.get("namespaces")
+    if isinstance(namespaces, str) and namespaces:
+        from pykubeadm.util.namespaces import enter
+
+        enter(namespaces)
+
+
 def _take_askers_place(request: dict[str, Any]) -> dict[str, str]:  # pragma: no cover - runs in a grandchild
     """Go to the asker's working directory; the asker's environment, without a node root (the caller sets one)."""
     with contextlib.suppress(OSError):
@@ -536,6 +559,7 @@ def _become_warm_kubelet(  # pragma: no cover - runs in the zygote's grandchild
     from pykubeadm.phases.kubeletservice import warm_kubelet_command
 
     os.setsid()
+    _enter_node(request)
     os.dup2(conn.fileno(), 0)
     conn.close()
     os.closerange(3, os.sysconf("SC_OPEN_MAX"))
@@ -559,6 +583,7 @@ def _become_command(conn: socket.socket, request: dict[str, Any], stamp: int, pa
     from pykubeadm.util.fs import redirect_stdio
 
     os.setsid()
+    _enter_node(request)
     status = conn.detach()
     log = request.get("log")
     redirect_stdio(str(log) if log else os.devnull)
@@ -716,5 +741,9 @@ def _run_command(path: Path, request: dict[str, Any], args: list[str]) -> int:  
 
     root = request.get("warm_kubelet")
     if isinstance(root, str) and root:
-        prewarm_kubelet(Layout(root=Path(root)), zygote=path)  # the command finds it waiting, as a forked join does
+        namespaces = request.get("namespaces")
+        ns = namespaces if isinstance(namespaces, str) else ""
+        prewarm_kubelet(
+            Layout(root=Path(root)), zygote=path, namespaces=ns
+        )  # the command finds it waiting, as a forked join does
     return run_pykubeadm(args)

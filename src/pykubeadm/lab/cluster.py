@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,9 +33,9 @@ import yaml
 from pykubeadm import constants as c
 from pykubeadm.bootstrap.token import generate_token
 from pykubeadm.errors import KubeadmError
-from pykubeadm.lab import forkcli
+from pykubeadm.lab import forkcli, network, topology
 from pykubeadm.lab.clusterconfig import CLUSTER_CONFIG_FILE, LabClusterConfig, save_cluster_config
-from pykubeadm.lab.loadbalancer import LB_OCTET, LoadBalancer, haproxy_binary
+from pykubeadm.lab.loadbalancer import LB_OCTET, LOAD_BALANCER_NAME, LoadBalancer, haproxy_binary
 from pykubeadm.lab.nodes import (
     LAB_STATE_DIR,
     LabNode,
@@ -51,6 +52,7 @@ from pykubeadm.lab.nodes import (
     write_node_files,
 )
 from pykubeadm.lab.settings import LabSettings, lab_settings, load_balancer, save_settings, state_dir
+from pykubeadm.lab.topology import host_kubeconfig
 from pykubeadm.layout import Layout
 from pykubeadm.phases.kubeletservice import (
     discard_prewarmed_kubelets,
@@ -58,6 +60,7 @@ from pykubeadm.phases.kubeletservice import (
     release_prewarmed_kubelets,
 )
 from pykubeadm.util.fs import write_file_atomic
+from pykubeadm.util.namespaces import nsenter_prefix
 from pykubeadm.util.yamlload import load_yaml, load_yaml_all
 
 if TYPE_CHECKING:
@@ -94,7 +97,9 @@ _CA_HASH_FILE = "ca-cert-hash"
 
 
 def pykubeadm_command(node: LabNode, *args: str) -> list[str]:
-    return [sys.executable, "-m", "pykubeadm", "--root-dir", str(node.root), *args]
+    """`pykubeadm --root-dir ROOT ARGS...` run as node `node` (in its namespaces, for a network-namespace lab)."""
+    prefix = nsenter_prefix(node.namespaces or None)
+    return [*prefix, sys.executable, "-m", "pykubeadm", "--root-dir", str(node.root), *args]
 
 
 def child_env() -> dict[str, str]:
@@ -129,8 +134,11 @@ def find_node(lab_dir: Path, name: str) -> LabNode:
 
 
 def admin_kubeconfig(lab_dir: Path) -> Path:
-    """An admin.conf of the lab: the first control plane that has one (in an HA lab each points at the load
-    balancer)."""
+    """The kubeconfig with which the host reaches the lab: a network-namespace lab's `<lab>/kubeconfig` (its relay on
+    127.0.0.1); else an admin.conf of the lab, the first control plane's that has one (in an HA lab each points at
+    the load balancer)."""
+    if lab_settings(lab_dir).netns:
+        return host_kubeconfig(lab_dir)
     nodes = lab_nodes(lab_dir)
     for n in nodes:
         path = Layout(n.root).admin_kubeconfig
@@ -182,8 +190,8 @@ def _token(lab_dir: Path) -> str:
 
 
 def _start(node: LabNode, *args: str) -> forkcli.Child:
-    """`pykubeadm --root-dir NODE ARGS...` with its output in the node's log file."""
-    return forkcli.start(node.root, list(args), node.log_file)
+    """`pykubeadm --root-dir NODE ARGS...` with its output in the node's log file, run as the node."""
+    return forkcli.start(node.root, list(args), node.log_file, namespaces=node.namespaces)
 
 
 def _start_join(node: LabNode, endpoint: str, token: str, ca_hash: str) -> forkcli.Child:
@@ -223,7 +231,7 @@ def zygote_socket(lab_dir: Path) -> Path:
     return state_dir(lab_dir) / SOCKET_NAME
 
 
-def _prepare_joins(lab_dir: Path, roots: list[Path]) -> None:
+def _prepare_joins(lab_dir: Path, nodes: list[LabNode]) -> None:
     """Before the joins (while init works, or at once for `lab join`): have each node's kubelet warm (forked by the
     lab's zygote, or a new interpreter) and import what `join` runs, so that the forked joins begin with both (see
     lab.forkcli); and have the zygote import the add-on components it forks for the kubelets. Nothing when the lab
@@ -232,8 +240,8 @@ def _prepare_joins(lab_dir: Path, roots: list[Path]) -> None:
         return
     from pykubeadm.kubelet import zygote
 
-    for root in roots:
-        prewarm_kubelet(Layout(root=root), zygote=zygote_socket(lab_dir))
+    for node in nodes:
+        prewarm_kubelet(Layout(root=node.root), zygote=zygote_socket(lab_dir), namespaces=node.namespaces)
     zygote.preload(zygote_socket(lab_dir), zygote.ADDON_MODULES)  # it forks the add-ons' containers
     forkcli.preload_join()
 
@@ -347,10 +355,13 @@ def lab_up(
     with_load_balancer: bool | None = None,
     kubernetes_version: str | None = None,
     cluster_config: LabClusterConfig | None = None,
+    topology_name: str | None = None,
+    publish: list[tuple[int, int]] | None = None,
 ) -> list[LabNode]:
     """Create the lab: init the first control plane, join the other control planes and `workers` workers, wait for
     every Node to be Ready. `with_load_balancer` (default: with more than one control plane or an external etcd)
-    makes an HA lab, which can take more control planes later."""
+    makes an HA lab, which can take more control planes later. `topology_name`: "netns" or "loopback" (default: netns
+    where it can be made, lab.topology); `publish`: (host port, NodePort) pairs a netns lab publishes on 127.0.0.1."""
     _check_up_args(workers, datastore, control_planes, out)
     lab_dir = lab_dir.absolute()
     if lab_nodes(lab_dir):
@@ -366,15 +377,35 @@ def lab_up(
     if cluster_config is not None:
         save_cluster_config(state, cluster_config)
     start = time.monotonic()
-    settings = LabSettings(datastore, f"{address_prefix()}{LB_OCTET}" if ha else "")
+    if datastore == "external-etcd" and topology_name is None:
+        out("[lab] Topology: loopback, because the external etcd cluster runs in the host's network namespace")
+        topology_name = topology.LOOPBACK
+    elif datastore == "external-etcd" and topology_name == topology.NETNS:
+        raise KubeadmError(
+            "lab: --datastore external-etcd runs in the host's network namespace: use --topology loopback"
+        )
+    chosen = topology.choose(topology_name, state_dir(lab_dir), out)
+    netns = chosen == topology.NETNS
+    if publish and not netns:
+        raise KubeadmError("lab: --publish needs the netns topology (a loopback lab's NodePorts are on 127.0.10.x)")
+    prefix = network.NODE_PREFIX if netns else address_prefix()
+    settings = LabSettings(datastore, f"{prefix}{LB_OCTET}" if ha else "", chosen)
     save_settings(lab_dir, settings)
     nodes: list[LabNode] = []
-    cp = new_node(lab_dir, nodes, control_plane=True)
+    cp = new_node(lab_dir, nodes, control_plane=True, prefix=prefix, netns=netns)
     nodes.append(cp)
     save_registry(lab_dir, nodes)
+    topology.make_nodes(state_dir(lab_dir), [cp])
     token = generate_token()
     write_image_map(cp, image_map or {})
     lb = load_balancer(lab_dir, settings)
+    if lb is not None and lb.namespaces:
+        topology.make_load_balancer(state_dir(lab_dir), LOAD_BALANCER_NAME, lb.address)
+    if netns:  # the relay, publishing the API server (and NodePorts) on the host's 127.0.0.1
+        target = lb.endpoint if lb is not None else f"{cp.address}:{c.KUBE_APISERVER_PORT}"
+        port = topology.publish(state_dir(lab_dir), target, publish or [], cp.address)
+        settings = replace(settings, api_server_port=port, publish=tuple(f"{h}:{n}" for h, n in publish or []))
+        save_settings(lab_dir, settings)
     if lb is None:
         docs = init_config(cp, token, datastore)
         if kubernetes_version:
@@ -391,17 +422,20 @@ def lab_up(
 
         zygote.start(zygote_socket(lab_dir))
         if lb is None:
-            prewarm_kubelet(Layout(root=cp.root), control_plane=True, zygote=zygote_socket(lab_dir))
+            prewarm_kubelet(
+                Layout(root=cp.root), control_plane=True, zygote=zygote_socket(lab_dir), namespaces=cp.namespaces
+            )
         forkcli.preload(forkcli.INIT_MODULES)
     # Workers can join once init has made the bootstrap token and the cluster-info ConfigMap (its bootstrap-token
     # phase): they start then, while init applies the addons.
-    init = forkcli.start(cp.root, args, notify_after=_JOINABLE_AFTER_PHASE)
+    init = forkcli.start(cp.root, args, notify_after=_JOINABLE_AFTER_PHASE, namespaces=cp.namespaces)
     planned = list(nodes)
     joining = []
     for _ in range(workers):  # the names and addresses the workers will have, registered once init got that far
         joining.append(new_node(lab_dir, planned, control_plane=False))
         planned.append(joining[-1])
-    _prepare_joins(lab_dir, [n.root for n in joining])  # while init works
+    topology.make_nodes(state_dir(lab_dir), joining)  # while init works
+    _prepare_joins(lab_dir, joining)
 
     def init_failed() -> KubeadmError:
         return KubeadmError(f"lab: 'pykubeadm {' '.join(args)}' on {cp.name} failed (exit {init.wait()})")
@@ -424,6 +458,7 @@ def lab_up(
     if init_code != 0:
         _wait_joins(procs, out)
         raise init_failed()
+    topology.write_host_kubeconfig(lab_dir, Layout(cp.root).admin_kubeconfig, settings.api_server_port)
     from pykubeadm.lab.addons import install_addons
 
     install_addons(admin_kubeconfig(lab_dir), out)
@@ -431,6 +466,7 @@ def lab_up(
         node = new_node(lab_dir, nodes, control_plane=True)
         nodes.append(node)
         save_registry(lab_dir, nodes)
+        topology.make_nodes(state_dir(lab_dir), [node])
         write_image_map(node, image_map or {})
         _join_control_plane(lab_dir, node, settings, token, ca_hash, out)
     wait_ready(lab_dir, [n.name for n in nodes], out, joins=procs)
@@ -544,6 +580,7 @@ def lab_join(lab_dir: Path, out: Out = print, control_plane: bool = False, name:
         node = new_node(lab_dir, nodes, control_plane)
         nodes.append(node)
         save_registry(lab_dir, nodes)
+    topology.make_nodes(state_dir(lab_dir), [node])  # a new node's namespaces; a node joined again keeps its own
     first = next(n for n in nodes if n.control_plane)
     if not control_plane:
         _join_worker(lab_dir, node, first, s, out)
@@ -568,10 +605,12 @@ def _join_worker(lab_dir: Path, node: LabNode, first: LabNode, s: LabSettings, o
     write_node_files(node, join_config(node, endpoint, _token(lab_dir), _ca_hash(lab_dir)))
     args = ["join", "--config", str(node.config_file)]
     root_args = ["--root-dir", str(node.root), *args]
-    forked = Command.request(zygote_socket(lab_dir), root_args, node.log_file, forkcli.join_modules(), str(node.root))
+    forked = Command.request(
+        zygote_socket(lab_dir), root_args, node.log_file, forkcli.join_modules(), str(node.root), node.namespaces
+    )
     proc: forkcli.Child | Command | None = forked
     if proc is None:
-        _prepare_joins(lab_dir, [node.root])
+        _prepare_joins(lab_dir, [node])
         proc = _start(node, *args)
         release_prewarmed_kubelets()
     try:
@@ -629,6 +668,7 @@ def lab_down(lab_dir: Path, out: Out = print) -> None:
         from pykubeadm.lab.externaletcd import ExternalEtcd
 
         ExternalEtcd(lab_dir, lab_settings(lab_dir).prefix).stop(out)
+    topology.remove(state_dir(lab_dir), out)
     if lab_dir.exists():
         for child in lab_dir.iterdir():
             if child.is_dir() and not child.is_symlink():
@@ -639,7 +679,7 @@ def lab_down(lab_dir: Path, out: Out = print) -> None:
 
 
 def _look_around(lab_dir: Path) -> str:
-    admin = admin_kubeconfig(lab_dir)
+    admin = host_kubeconfig(lab_dir)
     return (
         "\nLook around:\n"
         f"  export KUBECONFIG={admin}\n"

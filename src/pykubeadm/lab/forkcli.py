@@ -29,6 +29,7 @@ from pathlib import Path
 from pykubeadm import constants as c
 from pykubeadm.phases.kubeletservice import discard_prewarmed_kubelets, release_prewarmed_kubelets
 from pykubeadm.util.fs import redirect_stdio
+from pykubeadm.util.namespaces import enter, nsenter_prefix
 
 __all__ = ["INIT_MODULES", "JOIN_MODULES", "Child", "can_fork", "join_modules", "preload", "preload_join", "start"]
 
@@ -110,12 +111,15 @@ def preload_join() -> None:
     preload(join_modules())
 
 
-def start(root: Path, args: list[str], log: Path | None = None, notify_after: str | None = None) -> Child:
+def start(
+    root: Path, args: list[str], log: Path | None = None, notify_after: str | None = None, namespaces: str = ""
+) -> Child:
     """Run `pykubeadm --root-dir ROOT ARGS...`: stdout and stderr to `log` (appended) or to ours, stdin from
-    /dev/null. With `notify_after` (a phase path), `Child.wait_phase()` returns once the command has done that phase."""
+    /dev/null. With `notify_after` (a phase path), `Child.wait_phase()` returns once the command has done that phase.
+    With `namespaces` (a network-namespace lab's node directory, util.namespaces) it runs in the node's namespaces."""
     argv = ["--root-dir", str(root), *args]
     if not can_fork():
-        return _start_interpreter(argv, log)
+        return _start_interpreter(argv, log, namespaces)
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     read_fd, notify = None, None
@@ -126,18 +130,18 @@ def start(root: Path, args: list[str], log: Path | None = None, notify_after: st
     if pid == 0:  # pragma: no cover - the child ends in os._exit (the tests run the lab)
         if read_fd is not None:
             os.close(read_fd)
-        _run_child(argv, log, notify)
+        _run_child(argv, log, notify, namespaces)
     if notify is not None:
         os.close(notify[1])
     return Child(pid, phase_fd=read_fd)
 
 
-def _start_interpreter(argv: list[str], log: Path | None) -> Child:
+def _start_interpreter(argv: list[str], log: Path | None, namespaces: str = "") -> Child:
     out = open(log, "ab") if log is not None else None  # noqa: SIM115 - owned by the child
     try:
         env = {k: v for k, v in os.environ.items() if k != c.ROOT_DIR_ENV}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pykubeadm", *argv],
+            [*nsenter_prefix(namespaces or None), sys.executable, "-m", "pykubeadm", *argv],
             stdout=out,
             stderr=subprocess.STDOUT if out is not None else None,
             stdin=subprocess.DEVNULL,
@@ -164,10 +168,12 @@ def _notify_after(phase: str, fd: int) -> None:  # pragma: no cover - runs in th
 
 
 def _run_child(  # pragma: no cover - runs in the forked child
-    argv: list[str], log: Path | None, notify: tuple[str, int] | None = None
+    argv: list[str], log: Path | None, notify: tuple[str, int] | None = None, namespaces: str = ""
 ) -> None:
     code = 1
     try:
+        if namespaces:
+            enter(namespaces)
         if notify is not None:
             _notify_after(*notify)
         redirect_stdio(log)

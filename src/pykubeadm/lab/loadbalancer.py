@@ -22,14 +22,17 @@ from pathlib import Path
 
 from pykubeadm import constants as c
 from pykubeadm.errors import KubeadmError
+from pykubeadm.util.namespaces import entered, nsenter_prefix
 from pykubeadm.util.procstat import cmdline
 
-__all__ = ["LoadBalancer", "ServerState", "haproxy_binary"]
+__all__ = ["LOAD_BALANCER_NAME", "LoadBalancer", "ServerState", "haproxy_binary"]
 
 #: Last octet of the load balancer's loopback address (127.0.10.250).
 LB_OCTET = 250
 #: Backend name in the configuration (what `show stat` reports as pxname).
 BACKEND = "kube-apiservers"
+#: A network-namespace lab's load balancer node (its namespaces' name, kind's external load balancer container).
+LOAD_BALANCER_NAME = "lab-external-load-balancer"
 #: The Debian package that ships the binary.
 PACKAGE = "haproxy"
 
@@ -60,10 +63,12 @@ class ServerState:
 class LoadBalancer:
     """HAProxy for the lab in `state_dir`, listening on `address`:6443."""
 
-    def __init__(self, state_dir: Path, address: str, port: int = c.KUBE_APISERVER_PORT) -> None:
+    def __init__(self, state_dir: Path, address: str, port: int = c.KUBE_APISERVER_PORT, namespaces: str = "") -> None:
         self.state_dir = state_dir
         self.address = address
         self.port = port
+        #: A network-namespace lab: the load balancer node's namespaces (util.namespaces), where HAProxy runs.
+        self.namespaces = namespaces
 
     @property
     def endpoint(self) -> str:
@@ -138,7 +143,8 @@ class LoadBalancer:
             raise KubeadmError(f"lab: haproxy refused its configuration {tmp}: {check.stdout}{check.stderr}".strip())
         tmp.replace(self.config_file)
         old = self.pid()
-        cmd = [binary, "-D", "-f", str(self.config_file), "-p", str(self.pid_file)]
+        cmd = [*nsenter_prefix(self.namespaces or None), binary, "-D", "-f", str(self.config_file)]
+        cmd += ["-p", str(self.pid_file)]
         if old is not None:
             cmd += ["-sf", str(old)]
         with open(self.log_file, "ab") as log:
@@ -150,7 +156,11 @@ class LoadBalancer:
     def _wait_listening(self, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
         while True:
-            with contextlib.suppress(OSError), socket.create_connection((self.address, self.port), timeout=1.0):
+            with (
+                contextlib.suppress(OSError),
+                entered(self.namespaces or None),
+                socket.create_connection((self.address, self.port), timeout=1.0),
+            ):
                 return
             if time.monotonic() > deadline:
                 raise KubeadmError(f"lab: haproxy does not listen on {self.endpoint}; see {self.log_file}")

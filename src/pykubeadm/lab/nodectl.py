@@ -27,6 +27,7 @@ from pykubeadm.lab.nodes import LabNode
 from pykubeadm.layout import Layout
 from pykubeadm.phases.kubeletservice import kubelet_pid, start_kubelet
 from pykubeadm.phases.reset.processes import node_processes
+from pykubeadm.util.namespaces import entered
 
 __all__ = ["lab_reset", "lab_start", "lab_stop"]
 
@@ -63,7 +64,8 @@ def lab_start(lab_dir: Path, name: str, out: Out = print) -> str:
         raise KubeadmError(f"lab: {name} has no kubelet.conf (reset?): join it with 'pykubeadm lab join --node {name}'")
     if kubelet_pid(layout) is not None:
         raise KubeadmError(f"lab: the kubelet of {name} is already running")
-    how = start_kubelet(layout)
+    with entered(node.namespaces or None):  # the kubelet, and all it starts, run in the node's namespaces
+        how = start_kubelet(layout)
     out(f"[lab] started the kubelet of {name} ({how})")
     return how
 

@@ -75,6 +75,13 @@ class LabNode:
     root: Path
     state: Path
     control_plane: bool = False
+    #: A network-namespace lab's node (lab.network): its namespaces are in `namespaces`.
+    netns: bool = False
+
+    @property
+    def namespaces(self) -> str:
+        """The directory of the node's namespace files (util.namespaces), or "" for a loopback lab's node."""
+        return str(self.state / "netns" / self.name) if self.netns else ""
 
     @property
     def config_file(self) -> Path:
@@ -89,10 +96,12 @@ class LabNode:
         return self.state / f"{self.name}.log"
 
 
-def service_subnet(node_address: str) -> str:
+def service_subnet(node_address: str, netns: bool = False) -> str:
     """The lab's Service network, from its address prefix: SERVICE_SUBNET for 127.0.10., another loopback /16 for
     another prefix (127.0.N. → 127.(96 + (N - 10) mod 160).0.0/16), so two labs side by side (whose kube-proxies share
     ClusterIP listeners on one host) never share a ClusterIP such as the `kubernetes` Service's or kube-dns's."""
+    if netns:  # a network-namespace lab's nodes have networks of their own: kubeadm's default
+        return c.DEFAULT_SERVICE_SUBNET
     third = int(node_address.split(".")[2])
     return f"127.{96 + (third - 10) % 160}.0.0/16"
 
@@ -107,12 +116,13 @@ def _name(control_plane: bool, ordinal: int) -> str:
     return base if ordinal == 1 else f"{base}{ordinal}"
 
 
-def _make(lab_dir: Path, index: int, name: str, control_plane: bool, prefix: str | None) -> LabNode:
+def _make(
+    lab_dir: Path, index: int, name: str, control_plane: bool, prefix: str | None, netns: bool = False
+) -> LabNode:
     if index + 1 > 239:  # .240 and above: the load balancer and external etcd members
         raise ValueError("a lab has at most 239 nodes")
-    return LabNode(
-        index, name, f"{address_prefix(prefix)}{index + 1}", lab_dir / name, lab_dir / LAB_STATE_DIR, control_plane
-    )
+    address = f"{address_prefix(prefix)}{index + 1}"
+    return LabNode(index, name, address, lab_dir / name, lab_dir / LAB_STATE_DIR, control_plane, netns)
 
 
 def lab_node(lab_dir: Path, index: int, prefix: str | None = None) -> LabNode:
@@ -120,15 +130,19 @@ def lab_node(lab_dir: Path, index: int, prefix: str | None = None) -> LabNode:
     return _make(lab_dir, index, _name(index == 0, max(index, 1)), index == 0, prefix)
 
 
-def new_node(lab_dir: Path, existing: list[LabNode], control_plane: bool) -> LabNode:
-    """The next node of the lab: the next free index and the next name of its role."""
+def new_node(
+    lab_dir: Path, existing: list[LabNode], control_plane: bool, prefix: str | None = None, netns: bool = False
+) -> LabNode:
+    """The next node of the lab: the next free index and the next name of its role; the first node's address
+    `prefix` and topology (`netns`) are the lab's, which the others follow."""
     ordinal = 1 + sum(1 for n in existing if n.control_plane == control_plane)
     names = {n.name for n in existing}
     while _name(control_plane, ordinal) in names:
         ordinal += 1
     index = 1 + max((n.index for n in existing), default=-1)
-    prefix = existing[0].address.rsplit(".", 1)[0] + "." if existing else None  # the lab's, whatever the env says
-    return _make(lab_dir, index, _name(control_plane, ordinal), control_plane, prefix)
+    if existing:  # the lab's, whatever the env says
+        prefix, netns = existing[0].address.rsplit(".", 1)[0] + ".", existing[0].netns
+    return _make(lab_dir, index, _name(control_plane, ordinal), control_plane, prefix, netns)
 
 
 def load_registry(lab_dir: Path) -> list[LabNode] | None:
@@ -141,7 +155,7 @@ def load_registry(lab_dir: Path) -> list[LabNode] | None:
         return None
     nodes = []
     for e in data.get("nodes") or []:
-        node = _make(lab_dir, int(e["index"]), str(e["name"]), bool(e.get("controlPlane")), None)
+        node = _make(lab_dir, int(e["index"]), str(e["name"]), bool(e.get("controlPlane")), None, bool(e.get("netns")))
         nodes.append(replace(node, address=str(e.get("address") or node.address)))
     return nodes
 
@@ -149,7 +163,11 @@ def load_registry(lab_dir: Path) -> list[LabNode] | None:
 def save_registry(lab_dir: Path, nodes: list[LabNode]) -> None:
     path = lab_dir / LAB_STATE_DIR / REGISTRY_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    entries = [{"name": n.name, "index": n.index, "address": n.address, "controlPlane": n.control_plane} for n in nodes]
+    entries = [
+        {"name": n.name, "index": n.index, "address": n.address, "controlPlane": n.control_plane}
+        | ({"netns": True} if n.netns else {})
+        for n in nodes
+    ]
     tmp = path.with_suffix(".tmp")
     tmp.write_text(yaml.safe_dump({"nodes": entries}, sort_keys=False))
     tmp.replace(path)
@@ -171,7 +189,7 @@ def init_config(node: LabNode, token: str, datastore: str) -> list[dict[str, Any
         "kubernetesVersion": c.KUBERNETES_VERSION,  # the built-in components' version; no lookup on the internet
         "controlPlaneEndpoint": f"{node.address}:{c.KUBE_APISERVER_PORT}",
         "encryptionAlgorithm": "ECDSA-P256",
-        "networking": {"podSubnet": POD_SUBNET, "serviceSubnet": service_subnet(node.address)},
+        "networking": {"podSubnet": POD_SUBNET, "serviceSubnet": service_subnet(node.address, node.netns)},
     }
     # Everything of the node listens on the node's own address, so labs (and other programs) never collide.
     bind = [{"name": "bind-address", "value": node.address}]
@@ -213,7 +231,22 @@ def init_config(node: LabNode, token: str, datastore: str) -> list[dict[str, Any
         "nodeRegistration": _node_registration(node),
         "patches": {"directory": str(node.patches_dir)},
     }
-    return [init, cluster]
+    return _with_topology(node, [init, cluster])
+
+
+#: The API server's extra names in a network-namespace lab: the host reaches it through the lab's relay on 127.0.0.1.
+HOST_CERT_SANS = ("127.0.0.1", "localhost")
+
+
+def _with_topology(node: LabNode, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A network-namespace lab's additions to the init documents, as kind makes them: the API server certificate names
+    the host's loopback (`apiServer.certSANs`), and kube-proxy runs in nftables mode (each node has its own network)."""
+    if not node.netns:
+        return docs
+    cluster = docs[1]
+    cluster.setdefault("apiServer", {})["certSANs"] = list(HOST_CERT_SANS)
+    proxy = {"apiVersion": c.KUBE_PROXY_CONFIG_API_VERSION, "kind": "KubeProxyConfiguration", "mode": "nftables"}
+    return [*docs, proxy]
 
 
 def ha_init_config(
@@ -229,7 +262,7 @@ def ha_init_config(
         "kubernetesVersion": c.KUBERNETES_VERSION,
         "controlPlaneEndpoint": endpoint,
         "encryptionAlgorithm": "ECDSA-P256",
-        "networking": {"podSubnet": POD_SUBNET, "serviceSubnet": service_subnet(node.address)},
+        "networking": {"podSubnet": POD_SUBNET, "serviceSubnet": service_subnet(node.address, node.netns)},
         "etcd": {"external": external_etcd} if external_etcd else {"local": {"dataDir": c.DEFAULT_ETCD_DATA_DIR}},
     }
     init = {
@@ -243,7 +276,7 @@ def ha_init_config(
         "nodeRegistration": _node_registration(node),
         "patches": {"directory": str(node.patches_dir)},
     }
-    return [init, cluster]
+    return _with_topology(node, [init, cluster])
 
 
 def join_config(node: LabNode, endpoint: str, token: str, ca_hash: str) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
-"""A lab's settings, `.lab/lab.yaml` (the datastore `lab up` chose and, for an HA lab, the load balancer's address),
-and the HA lab's load balancer; read by every lab command."""
+"""A lab's settings, `.lab/lab.yaml` (the datastore and topology `lab up` chose, for an HA lab the load balancer's
+address, for a network-namespace lab the host ports of its relay), and the HA lab's load balancer; read by every lab
+command."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from pykubeadm.lab.loadbalancer import LoadBalancer
+from pykubeadm.lab.loadbalancer import LOAD_BALANCER_NAME, LoadBalancer
 from pykubeadm.lab.nodes import LAB_STATE_DIR
 from pykubeadm.util.yamlload import load_yaml
 
@@ -24,6 +25,16 @@ class LabSettings:
     datastore: str = "sqlite"
     #: The load balancer's address (HA labs), else "".
     load_balancer: str = ""
+    #: "netns" (nodes in network namespaces, lab.network) or "loopback" (nodes on 127.0.10.x in the host's).
+    topology: str = "loopback"
+    #: A network-namespace lab: the API server's port on the host's 127.0.0.1 (lab.relay).
+    api_server_port: int = 0
+    #: A network-namespace lab: NodePorts published on the host's 127.0.0.1, as "PORT:NODEPORT".
+    publish: tuple[str, ...] = ()
+
+    @property
+    def netns(self) -> bool:
+        return self.topology == "netns"
 
     @property
     def ha(self) -> bool:
@@ -44,16 +55,28 @@ def lab_settings(lab_dir: Path) -> LabSettings:
         data = load_yaml((state_dir(lab_dir) / _SETTINGS_FILE).read_text()) or {}
     except OSError:
         return LabSettings()
-    return LabSettings(str(data.get("datastore") or "sqlite"), str(data.get("loadBalancer") or ""))
+    return LabSettings(
+        str(data.get("datastore") or "sqlite"),
+        str(data.get("loadBalancer") or ""),
+        str(data.get("topology") or "loopback"),
+        int(data.get("apiServerPort") or 0),
+        tuple(str(p) for p in data.get("publish") or ()),
+    )
 
 
 def save_settings(lab_dir: Path, s: LabSettings) -> None:
     path = state_dir(lab_dir) / _SETTINGS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump({"datastore": s.datastore, "loadBalancer": s.load_balancer}, sort_keys=False))
+    data: dict[str, object] = {"datastore": s.datastore, "loadBalancer": s.load_balancer, "topology": s.topology}
+    if s.netns:
+        data |= {"apiServerPort": s.api_server_port, "publish": list(s.publish)}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
 def load_balancer(lab_dir: Path, settings: LabSettings | None = None) -> LoadBalancer | None:
     """The HA lab's load balancer, or None for a single-control-plane lab."""
     s = settings or lab_settings(lab_dir)
-    return LoadBalancer(state_dir(lab_dir), s.load_balancer) if s.ha else None
+    if not s.ha:
+        return None
+    ns = str(state_dir(lab_dir) / "netns" / LOAD_BALANCER_NAME) if s.netns else ""
+    return LoadBalancer(state_dir(lab_dir), s.load_balancer, namespaces=ns)

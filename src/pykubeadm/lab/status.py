@@ -21,10 +21,12 @@ from pathlib import Path
 
 from pykubeadm import constants as c
 from pykubeadm.lab.cluster import admin_kubeconfig, is_ready, lab_nodes
-from pykubeadm.lab.nodes import LabNode
+from pykubeadm.lab.network import network_namespace
+from pykubeadm.lab.nodes import LAB_STATE_DIR, LabNode
 from pykubeadm.lab.settings import lab_settings, load_balancer
 from pykubeadm.layout import Layout
 from pykubeadm.phases.kubeletservice import kubelet_pid
+from pykubeadm.util.namespaces import entered
 
 __all__ = ["ControlPlaneStatus", "LabStatus", "NodeStatus", "lab_status", "lease_holder_node"]
 
@@ -153,13 +155,18 @@ def lab_status(lab_dir: Path) -> LabStatus:
         status.etcd_members = [(n, u, _etcd_role(layout, u)) for n, u in zip(etcd.names, etcd.endpoints, strict=True)]
     live = [n for n in cps if Layout(n.root).admin_kubeconfig.exists()] or cps
     ca = Layout(live[0].root).cert_path(c.CA_CERT_AND_KEY_BASE_NAME)
-    roles = _etcd_roles(lab_dir, cps) if settings.datastore == "etcd" else {}
+    # a network-namespace lab's control planes are reached from the lab's own namespace (its bridge)
+    with entered(network_namespace(lab_dir / LAB_STATE_DIR) if settings.netns else None):
+        roles = _etcd_roles(lab_dir, cps) if settings.datastore == "etcd" else {}
+        readyz = {
+            n.name: _readyz(n, ca) if Layout(n.root).manifest(c.KUBE_APISERVER).exists() else "reset" for n in cps
+        }
     leaders = {comp: lease_holder_node(lab_dir, comp) for comp in LEADER_ELECTED}
     for n in cps:
         status.control_planes.append(
             ControlPlaneStatus(
                 n,
-                _readyz(n, ca) if Layout(n.root).manifest(c.KUBE_APISERVER).exists() else "reset",
+                readyz[n.name],
                 roles.get(n.name, "external" if settings.datastore == "external-etcd" else "-"),
                 tuple(comp for comp, who in leaders.items() if who == n.name),
                 stats.get(n.name, "not a server"),

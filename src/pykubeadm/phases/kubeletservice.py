@@ -145,11 +145,14 @@ class _WarmProcess:
         self.proc.wait()
 
 
-def prewarm_kubelet(layout: Layout, control_plane: bool = False, zygote: Path | None = None) -> None:
+def prewarm_kubelet(
+    layout: Layout, control_plane: bool = False, zygote: Path | None = None, namespaces: str = ""
+) -> None:
     """Built-in mode: start this node's kubelet interpreter now; `start_kubelet` hands it its flags later. A control
     plane's kubelet also forks its fork server while it waits (kubelet.forkserver: its static Pods' components). With
     `zygote` (a lab's kubelet zygote socket, kubelet.zygote), it is forked from the zygote, warm at once; without a
-    zygote to ask, it is a new interpreter."""
+    zygote to ask, it is a new interpreter. `namespaces`: the node's namespace directory (a network-namespace lab's
+    node, util.namespaces), which the kubelet runs in."""
     key = str(layout.root)
     if key in _prewarmed or uses_systemd(layout):
         return
@@ -158,13 +161,15 @@ def prewarm_kubelet(layout: Layout, control_plane: bool = False, zygote: Path | 
     if zygote is not None:
         from pykubeadm.kubelet.zygote import WarmKubelet
 
-        forked = WarmKubelet.request(zygote, key, control_plane)
+        forked = WarmKubelet.request(zygote, key, control_plane, namespaces)
         if forked is not None:
             _prewarmed[key] = forked
             return
     with contextlib.suppress(OSError):  # only a speed-up: start_kubelet starts a cold kubelet without it
+        from pykubeadm.util.namespaces import nsenter_prefix
+
         proc = subprocess.Popen(
-            warm_kubelet_command(layout, control_plane),
+            [*nsenter_prefix(namespaces or None), *warm_kubelet_command(layout, control_plane)],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

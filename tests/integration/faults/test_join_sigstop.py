@@ -47,7 +47,7 @@ def lab(directory: Path) -> Iterator[str]:
     """A one-node lab; yields the `kubeadm join` arguments it printed. Torn down with `lab down` on the way out."""
     try:
         res = subprocess.run(
-            pykubeadm_cmd("lab", "up", "--dir", str(directory), "--workers", "0"),
+            pykubeadm_cmd("lab", "up", "--topology", "loopback", "--dir", str(directory), "--workers", "0"),
             capture_output=True, text=True, env=env(), timeout=120, check=False,
         )  # fmt: skip
         assert res.returncode == 0, f"lab up failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"

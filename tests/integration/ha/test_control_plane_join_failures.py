@@ -87,7 +87,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     lab_dir = tmp_path_factory.mktemp("ha-join") / "lab"
     try:
         res = _run(
-            "lab", "up", "--dir", str(lab_dir), "--control-planes", "1", "--workers", "0", "--datastore", "etcd",
+            "lab", "up", "--topology", "loopback", "--dir", str(lab_dir), "--control-planes", "1", "--workers", "0", "--datastore", "etcd",
             "--load-balancer",
         )  # fmt: skip
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
