@@ -284,6 +284,7 @@ def test_init_check_list_host_and_builtin_mode(tmp_path: Path) -> None:
         "HTTPProxyCIDR",
         "Swap",
         "Hostname",
+        "KubeletVersion",
         "Port-10250",
         "Port-2379",
         "Port-2380",
