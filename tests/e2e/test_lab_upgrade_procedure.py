@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from tests.e2e.test_lab import Lab, _kill_leftovers
 from tests.e2e.test_pods import wait_for
-from tests.e2e.test_workloads import deployment
+from tests.e2e.test_workloads import apply, deployment
 
 pytestmark = pytest.mark.e2e
 
@@ -92,32 +92,20 @@ def test_lab_up_at_an_older_version_has_kubelets_of_that_version(lab: Lab) -> No
 
 
 def test_lab_upgrade_drains_upgrades_and_uncordons_each_node_with_the_budget_held(lab: Lab) -> None:
-    manifest = {
-        "apiVersion": "v1",
-        "kind": "List",
-        "items": [
-            deployment("web", 4),
-            {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": "web"},
-                "spec": {"minAvailable": 3, "selector": {"matchLabels": {"app": "web"}}},
-            },
-        ],
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web"},
+        "spec": {"minAvailable": 3, "selector": {"matchLabels": {"app": "web"}}},
     }
-    res = subprocess.run(
-        ["kubectl", "--kubeconfig", str(lab.admin), "apply", "-f", "-"],
-        input=json.dumps(manifest),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert res.returncode == 0, res.stderr
+    apply(lab, deployment("web", 4), budget)
 
     def four_ready() -> bool:
         dep = json.loads(lab.kubectl("get", "deployment", "web", "-o", "json").stdout)
         pdb = json.loads(lab.kubectl("get", "pdb", "web", "-o", "json").stdout)
-        return dep["status"].get("readyReplicas") == 4 and pdb["status"].get("disruptionsAllowed") == 1
+        return (dep.get("status") or {}).get("readyReplicas") == 4 and (pdb.get("status") or {}).get(
+            "disruptionsAllowed"
+        ) == 1
 
     wait_for(four_ready, 120, "4 ready replicas and a budget allowing 1 disruption", interval=0.5)
 
