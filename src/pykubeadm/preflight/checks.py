@@ -398,10 +398,11 @@ class ContainerRuntimeCheck:
 
 def kubelet_version_errors(found: str, kubernetes_version: str, minimum: str = c.MINIMUM_KUBELET_VERSION) -> list[str]:
     """kubeadm's KubeletVersion verdict on the kubelet version `found`: below the minimum kubeadm supports, or a newer
-    minor than the control plane's (an empty or unparsable `kubernetes_version`, as in join, skips that part)."""
+    minor than the control plane's (an empty or unparsable `kubernetes_version`, as in join, skips that part). The
+    versions are quoted as kubeadm's %q of a parsed version prints them: without the "v"."""
     kubelet = parse_version(found)
     if _version_key(kubelet) < _version_key(parse_version(minimum)):
-        return [f'Kubelet version "{found}" is lower than kubeadm can support. Please upgrade kubelet']
+        return [f'Kubelet version "{found.lstrip("v")}" is lower than kubeadm can support. Please upgrade kubelet']
     try:
         cp = parse_version(kubernetes_version)
     except ValueError:
@@ -409,8 +410,8 @@ def kubelet_version_errors(found: str, kubernetes_version: str, minimum: str = c
     if (kubelet[0], kubelet[1]) > (cp[0], cp[1]):
         return [
             "the kubelet version is higher than the control plane version. This is not a supported version skew "
-            f'and may lead to a malfunctional cluster. Kubelet version: "{found}" Control plane version: '
-            f'"{kubernetes_version}"'
+            f'and may lead to a malfunctional cluster. Kubelet version: "{found.lstrip("v")}" Control plane version: '
+            f'"{kubernetes_version.lstrip("v")}"'
         ]
     return []
 

@@ -11,7 +11,7 @@ from pykubeadm.preflight.checks import InstalledKubeletVersionCheck
 
 SKEW = (
     "the kubelet version is higher than the control plane version. This is not a supported version skew and may lead "
-    'to a malfunctional cluster. Kubelet version: "v1.33.0" Control plane version: "v1.32.4"'
+    'to a malfunctional cluster. Kubelet version: "1.33.0" Control plane version: "1.32.4"'
 )
 
 
@@ -28,7 +28,7 @@ def test_a_kubelet_below_kubeadms_minimum_is_refused(tmp_path: Path) -> None:
     install_kubelet(layout, "v1.29.9")
     assert InstalledKubeletVersionCheck(layout, "v1.33.0").check() == (
         [],
-        ['Kubelet version "v1.29.9" is lower than kubeadm can support. Please upgrade kubelet'],
+        ['Kubelet version "1.29.9" is lower than kubeadm can support. Please upgrade kubelet'],
     )
 
 

@@ -143,7 +143,7 @@ from pykubeadm.preflight.checks import (
         (
             KubeletVersionCheck(FakeHost(commands={"kubelet": (0, "Kubernetes v1.29.0\n")}), "v1.33.0"),
             "KubeletVersion",
-            ([], ['Kubelet version "v1.29.0" is lower than kubeadm can support. Please upgrade kubelet']),
+            ([], ['Kubelet version "1.29.0" is lower than kubeadm can support. Please upgrade kubelet']),
         ),
         (
             KubeletVersionCheck(FakeHost(commands={"kubelet": (0, "Kubernetes v1.33.1\n")}), "v1.33.0"),
