@@ -226,11 +226,26 @@ def reset(lab_dir: Path, node: str) -> None:
 @command.command("upgrade")
 @_DIR
 @click.argument("version")
-def upgrade(lab_dir: Path, version: str) -> None:
-    """`upgrade apply VERSION` on the first control plane, `upgrade node` on every other node, one at a time."""
+@click.option(
+    "--skip-drain",
+    is_flag=True,
+    help="Do not drain and uncordon the nodes (their kubelets are still upgraded and restarted).",
+)
+@click.option(
+    "--delete-emptydir-data",
+    is_flag=True,
+    help="As kubectl drain's: also evict Pods with emptyDir volumes (their data is lost).",
+)
+@click.option("--force", is_flag=True, help="As kubectl drain's: also delete Pods that declare no controller.")
+def upgrade(lab_dir: Path, version: str, skip_drain: bool, delete_emptydir_data: bool, force: bool) -> None:
+    """kubeadm's upgrade procedure, one node at a time: `upgrade plan` and `upgrade apply VERSION` on the first control
+    plane, `upgrade node` on every other node; each node then drained (`kubectl drain --ignore-daemonsets`, through
+    the Eviction API), its kubelet upgraded to VERSION and restarted, and uncordoned."""
+    from pykubeadm.lab.drain import DrainOptions
     from pykubeadm.lab.upgrade import lab_upgrade
 
-    lab_upgrade(lab_dir, version, click.echo)
+    opts = DrainOptions(delete_emptydir_data=delete_emptydir_data, force=force)
+    lab_upgrade(lab_dir, version, click.echo, skip_drain=skip_drain, drain_opts=opts)
 
 
 @command.command("down")

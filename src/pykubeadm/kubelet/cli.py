@@ -200,8 +200,8 @@ def command(ctx: click.Context, **opts: Any) -> None:
     settings = resolve_settings(opts, layout)
     from pykubeadm.kubelet.kubelet import Kubelet
 
-    log.info("starting kubelet %s for node %s (root %s)", _version(), settings.node_name, root)
     kubelet = Kubelet(settings, layout, backoff_initial=backoff)
+    log.info("starting kubelet %s for node %s (root %s)", kubelet.version, settings.node_name, root)
     gctuning.for_service()
     asyncio.run(_main(kubelet))
 
@@ -259,12 +259,6 @@ def _root_dir(ctx: click.Context, explicit: Path | None) -> Path:
     if state is not None and str(state.root_dir) != "/":
         return state.root_dir
     return Path(os.environ.get(c.ROOT_DIR_ENV) or "/").absolute()
-
-
-def _version() -> str:
-    from pykubeadm.kubelet.kubelet import kubelet_version
-
-    return kubelet_version()
 
 
 async def _main(kubelet: Any) -> None:

@@ -50,6 +50,7 @@ from pykubeadm.kubelet.kubeconfig import (
 from pykubeadm.kubelet.metrics import KubeletMetrics
 from pykubeadm.kubelet.mirror import MirrorPodSyncer, mirror_pod
 from pykubeadm.kubelet.node import NodeAgent, initial_node
+from pykubeadm.kubelet.package import installed_version
 from pykubeadm.kubelet.podnetwork import PodNetwork
 from pykubeadm.kubelet.pods import PodManager
 from pykubeadm.kubelet.resourcemetrics import container_targets
@@ -64,8 +65,11 @@ __all__ = ["Kubelet", "kubelet_version", "pair_client_config"]
 log = logging.getLogger(__name__)
 
 
-def kubelet_version() -> str:
-    return os.environ.get(runtime.COMPONENT_VERSION_ENV) or c.KUBERNETES_VERSION
+def kubelet_version(layout: Layout | None = None) -> str:
+    """The version this kubelet reports: the one the node's kubelet was installed for (kubelet.package), else the
+    version a Pod's program was started as, else the built-in components' own."""
+    installed = installed_version(layout) if layout is not None else None
+    return installed or os.environ.get(runtime.COMPONENT_VERSION_ENV) or c.KUBERNETES_VERSION
 
 
 def pair_client_config(base: ClientConfig, pair: CertPair) -> ClientConfig:
@@ -80,7 +84,7 @@ class Kubelet:
     def __init__(self, settings: KubeletSettings, layout: Layout, *, backoff_initial: float = 10.0):
         self.s = settings
         self.layout = layout
-        self.version = kubelet_version()
+        self.version = kubelet_version(layout)
         self.backoff_initial = backoff_initial
         self.cert_dir = layout.host(settings.cert_dir)
         self.node_ip = settings.node_ip or "127.0.0.1"

@@ -323,6 +323,17 @@ _ETCD_34_PROBES = {
 }
 
 
+#: The head of every loopback lab node's kubeadm config file: why it differs from what kubeadm writes on a real node.
+LOOPBACK_CONFIG_NOTE = """\
+# A loopback lab node: every node of this lab shares the machine's network namespace and has its own loopback
+# address, so everything of the node binds that address rather than kubeadm's defaults: the kube-controller-manager
+# and kube-scheduler get --bind-address=<node address> (kubeadm: 127.0.0.1, which every node would share; set below,
+# or in an HA lab in the node's patches directory), the kubelet its address and healthzBindAddress (the patches
+# directory) and --node-ip. The node's name is not the
+# machine's host name, so kubeadm gives the kubelet --hostname-override=<node name>, as on any such node.
+"""
+
+
 def write_node_files(node: LabNode, docs: list[dict[str, Any]], datastore: str = "sqlite") -> None:
     """The node's kubeadm config file and its patches: the kubelet's ports on the node's address and, for a local
     etcd, probes that etcd 3.4 answers."""
@@ -330,7 +341,7 @@ def write_node_files(node: LabNode, docs: list[dict[str, Any]], datastore: str =
     from pykubeadm.lab.clusterconfig import apply_cluster_config  # `lab up --config`: its patches and files
 
     docs = apply_cluster_config(node.state, node.name, node.control_plane, node.root, docs)
-    node.config_file.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    node.config_file.write_text(LOOPBACK_CONFIG_NOTE + yaml.safe_dump_all(docs, sort_keys=False))
     node.patches_dir.mkdir(parents=True, exist_ok=True)
     patch = {"address": node.address, "healthzBindAddress": node.address}
     (node.patches_dir / "kubeletconfiguration+merge.yaml").write_text(yaml.safe_dump(patch))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pykubeadm import constants as c
+from pykubeadm.layout import Layout
 from pykubeadm.preflight.host import Host
 from pykubeadm.preflight.proxy import proxy_for
 from pykubeadm.util.endpoint import is_dns1123_subdomain
@@ -395,6 +396,26 @@ class ContainerRuntimeCheck:
         return ([], [err]) if err else OK
 
 
+def kubelet_version_errors(found: str, kubernetes_version: str, minimum: str = c.MINIMUM_KUBELET_VERSION) -> list[str]:
+    """kubeadm's KubeletVersion verdict on the kubelet version `found`: below the minimum kubeadm supports, or a newer
+    minor than the control plane's (an empty or unparsable `kubernetes_version`, as in join, skips that part). The
+    versions are quoted as kubeadm's %q of a parsed version prints them: without the "v"."""
+    kubelet = parse_version(found)
+    if _version_key(kubelet) < _version_key(parse_version(minimum)):
+        return [f'Kubelet version "{found.lstrip("v")}" is lower than kubeadm can support. Please upgrade kubelet']
+    try:
+        cp = parse_version(kubernetes_version)
+    except ValueError:
+        return []
+    if (kubelet[0], kubelet[1]) > (cp[0], cp[1]):
+        return [
+            "the kubelet version is higher than the control plane version. This is not a supported version skew "
+            f'and may lead to a malfunctional cluster. Kubelet version: "{found.lstrip("v")}" Control plane version: '
+            f'"{kubernetes_version.lstrip("v")}"'
+        ]
+    return []
+
+
 @dataclass(frozen=True)
 class KubeletVersionCheck:
     host: Host
@@ -409,20 +430,26 @@ class KubeletVersionCheck:
         m = re.search(r"v?\d+\.\d+\.\d+\S*", out)
         if code != 0 or m is None:
             return [], [f"couldn't get kubelet version: cannot execute 'kubelet --version': {out.strip()}"]
-        kubelet = parse_version(m.group(0))
-        if _version_key(kubelet) < _version_key(parse_version(self.minimum)):
-            return [], [f'Kubelet version "{m.group(0)}" is lower than kubeadm can support. Please upgrade kubelet']
-        try:
-            cp = parse_version(self.kubernetes_version)
-        except ValueError:
-            return OK
-        if (kubelet[0], kubelet[1]) > (cp[0], cp[1]):
-            return [], [
-                "the kubelet version is higher than the control plane version. This is not a supported version skew "
-                f'and may lead to a malfunctional cluster. Kubelet version: "{m.group(0)}" Control plane version: '
-                f'"{self.kubernetes_version}"'
-            ]
-        return OK
+        return [], kubelet_version_errors(m.group(0), self.kubernetes_version, self.minimum)
+
+
+@dataclass(frozen=True)
+class InstalledKubeletVersionCheck:
+    """KubeletVersion in built-in mode: the version the node's built-in kubelet was installed for (kubelet.package)
+    stands for `kubelet --version`. A node with none installed passes: kubelet-start installs the cluster's."""
+
+    layout: Layout
+    kubernetes_version: str
+    minimum: str = c.MINIMUM_KUBELET_VERSION
+
+    def name(self) -> str:
+        return "KubeletVersion"
+
+    def check(self) -> Result:
+        from pykubeadm.kubelet.package import installed_version
+
+        found = installed_version(self.layout)
+        return ([], kubelet_version_errors(found, self.kubernetes_version, self.minimum)) if found else OK
 
 
 #: cgroup v2 controllers the kubelet needs.

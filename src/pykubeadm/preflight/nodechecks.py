@@ -3,9 +3,9 @@ explicit parameters so init, join, reset and upgrade can share them.
 
 `host_runtime` says whether this node runs a real kubelet and container runtime (host mode). pykubeadm's built-in mode
 (a node under `--root-dir`, our own kubelet running control-plane Pods as processes) has no container runtime, CNI or
-kubelet service, so the checks that only guard those — CRI, the required commands, SystemVerification, KubeletVersion,
-Service-Kubelet, Firewalld and the IP-forwarding FileContent checks — are left out there; everything else runs as in
-kubeadm. The root check is only wanted in host mode too: a node under a root dir needs no privileges.
+kubelet service, so the checks that only guard those — CRI, the required commands, SystemVerification,
+Service-Kubelet, Firewalld and the IP-forwarding FileContent checks — are left out there; KubeletVersion reads the
+version the node's built-in kubelet was installed for (kubelet.package); everything else runs as in kubeadm. The root check is only wanted in host mode too: a node under a root dir needs no privileges.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pykubeadm.preflight.checks import (
     HTTPProxyCheck,
     HTTPProxyCIDRCheck,
     InPathCheck,
+    InstalledKubeletVersionCheck,
     IsPrivilegedUserCheck,
     KubeletVersionCheck,
     KubernetesVersionCheck,
@@ -120,8 +121,15 @@ _HOST_RUNTIME_ONLY = (
 )
 
 
-def _for_mode(checks: list[Checker], host_runtime: bool) -> list[Checker]:
-    return checks if host_runtime else [ch for ch in checks if not isinstance(ch, _HOST_RUNTIME_ONLY)]
+def _for_mode(checks: list[Checker], host_runtime: bool, layout: Layout) -> list[Checker]:
+    """Built-in mode: without the host-runtime checks, but KubeletVersion reads the installed built-in kubelet."""
+    if host_runtime:
+        return checks
+    return [
+        InstalledKubeletVersionCheck(layout, ch.kubernetes_version) if isinstance(ch, KubeletVersionCheck) else ch
+        for ch in checks
+        if isinstance(ch, KubeletVersionCheck) or not isinstance(ch, _HOST_RUNTIME_ONLY)
+    ]
 
 
 @dataclass(frozen=True)
@@ -195,7 +203,7 @@ def init_node_checks(host: Host, p: InitCheckParams) -> list[Checker]:
         for path in p.external_etcd_files:
             if path:
                 checks.append(FileExistingCheck(path, layout.host(path), label="ExternalEtcdClientCertificates"))
-    return _for_mode(checks, p.host_runtime)
+    return _for_mode(checks, p.host_runtime, layout)
 
 
 @dataclass(frozen=True)
@@ -235,7 +243,7 @@ def join_node_checks(host: Host, p: JoinCheckParams) -> list[Checker]:
         checks.append(HTTPProxyCheck(host, host_only))
         fams = _families(host_only)
         checks.append(FileContentCheck(host, IPV6_FORWARD if 6 in fams else IPV4_FORWARD, "1"))
-    return _for_mode(checks, p.host_runtime)
+    return _for_mode(checks, p.host_runtime, layout)
 
 
 def filter_names(checks: Sequence[Checker]) -> list[str]:

@@ -160,3 +160,19 @@ def test_the_lease_holder_is_the_node_that_acquired_it_last(tmp_path: Path) -> N
     )
     assert lease_holder_node(tmp_path, kcm) == "lab-control-plane2"
     assert lease_holder_node(tmp_path, "kube-scheduler") is None
+
+
+def test_a_loopback_node_config_says_why_it_differs_from_kubeadms(tmp_path: Path) -> None:
+    from pykubeadm.lab.nodes import LOOPBACK_CONFIG_NOTE, init_config, write_node_files
+    from pykubeadm.util.yamlload import load_yaml_all
+
+    cp = new_node(tmp_path, [], True)
+    docs = init_config(cp, "abcdef.0123456789abcdef", "sqlite")
+    write_node_files(cp, docs)
+    text = cp.config_file.read_text()
+    assert text.startswith(LOOPBACK_CONFIG_NOTE)
+    assert all(line.startswith("# ") for line in LOOPBACK_CONFIG_NOTE.splitlines())
+    assert "--bind-address" in LOOPBACK_CONFIG_NOTE and "--hostname-override" in LOOPBACK_CONFIG_NOTE
+    assert list(load_yaml_all(text)) == docs  # a comment: kubeadm reads the same configuration
+    cluster = docs[1]
+    assert {"name": "bind-address", "value": cp.address} in cluster["scheduler"]["extraArgs"]

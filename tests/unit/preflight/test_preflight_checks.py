@@ -143,7 +143,7 @@ from pykubeadm.preflight.checks import (
         (
             KubeletVersionCheck(FakeHost(commands={"kubelet": (0, "Kubernetes v1.29.0\n")}), "v1.33.0"),
             "KubeletVersion",
-            ([], ['Kubelet version "v1.29.0" is lower than kubeadm can support. Please upgrade kubelet']),
+            ([], ['Kubelet version "1.29.0" is lower than kubeadm can support. Please upgrade kubelet']),
         ),
         (
             KubeletVersionCheck(FakeHost(commands={"kubelet": (0, "Kubernetes v1.33.1\n")}), "v1.33.0"),
@@ -284,6 +284,7 @@ def test_init_check_list_host_and_builtin_mode(tmp_path: Path) -> None:
         "HTTPProxyCIDR",
         "Swap",
         "Hostname",
+        "KubeletVersion",
         "Port-10250",
         "Port-2379",
         "Port-2380",

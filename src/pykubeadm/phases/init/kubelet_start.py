@@ -2,7 +2,8 @@
 
 Writing is `write_init_kubelet_files` (join has its own adapter over `phases.kubelet.write_kubelet_files`); the kubelet
 is stopped before and started after, through systemd in host mode or as the built-in kubelet daemon otherwise
-(`phases.kubeletservice`).
+(`phases.kubeletservice`). In built-in mode a node without an installed kubelet gets the cluster's version's
+(`kubelet.package`), as a real node has the kubelet package installed before init.
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ def _run(data: InitData) -> None:
     if data.dry_run:
         data.out("[kubelet-start] Would start the kubelet")
         return
+    if str(data.real_layout.root) != "/":  # built-in mode: the node's kubelet is ours, of the cluster's version
+        from pykubeadm.kubelet.package import ensure_installed
+
+        ensure_installed(data.real_layout, data.cfg.cluster.kubernetes_version)
     data.out("[kubelet-start] Starting the kubelet")
     start_kubelet(data.real_layout)
 

@@ -22,6 +22,7 @@ WORKER_RUN_MODULES = (
     "pykubeadm.kubeconfig",
     "pykubeadm.phases.kubelet",
     "pykubeadm.phases.kubeletservice",
+    "pykubeadm.kubelet.package",
     "pykubeadm.phases.patchnode",
     "pykubeadm.phases.waitcontrolplane",
     "pykubeadm.api.images",

@@ -88,6 +88,10 @@ def _run(data: JoinData) -> None:
     if data.dry_run:
         data.out("[dryrun] Would start the kubelet")
         return
+    if str(data.real_layout.root) != "/":  # built-in mode: the node's kubelet is ours, of the cluster's version
+        from pykubeadm.kubelet.package import ensure_installed
+
+        ensure_installed(data.real_layout, cluster.kubernetes_version)
     data.out("[kubelet-start] Starting the kubelet")
     start_kubelet(data.real_layout)
 
