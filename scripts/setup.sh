@@ -1,27 +1,17 @@
 #!/usr/bin/env bash
 # Installs what pykubeadm and its tests need on a fresh Debian machine, idempotently:
-# Debian packages (openssl, etcd, a kubectl where none is found) and a virtualenv in .venv with the project in it.
+# the Debian packages scripts/debian-packages.sh finds missing (openssl, etcd, a C compiler, a kubectl where none is
+# found, ...) and a virtualenv in .venv with the project in it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_apt=()
-command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
-command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || need_apt+=(etcd-server)
-command -v kubectl >/dev/null 2>&1 || need_apt+=(kubernetes-client)
-command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
-# The HA lab: HAProxy is its load balancer; etcdctl (etcd-client) is what its tests and users query etcd with.
-command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need_apt+=(haproxy)
-command -v etcdctl >/dev/null 2>&1 || need_apt+=(etcd-client)
-# kube-proxy's nftables mode programs the kernel through nft.
-command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need_apt+=(nftables)
-# The fault tests shift the clock of our processes with libfaketime (LD_PRELOAD).
-command -v faketime >/dev/null 2>&1 || need_apt+=(faketime)
+mapfile -t need_apt < <(bash scripts/debian-packages.sh)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "[setup] installing Debian packages: ${need_apt[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+    apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
+    apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
   else
     echo "[setup] WARNING: missing ${need_apt[*]} and not root; some tests will be skipped" >&2
   fi

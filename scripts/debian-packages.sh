@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Prints, one per line, the Debian packages this machine lacks for pykubeadm and its tests (empty when nothing is
+# missing). scripts/setup.sh installs what it prints; the decision is kept here, apart from apt, so it can be tested.
+set -euo pipefail
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+have openssl || echo openssl
+have etcd || [ -x /usr/bin/etcd ] || echo etcd-server
+have kubectl || echo kubernetes-client
+have ip || echo iproute2
+# The HA lab: HAProxy is its load balancer; etcdctl (etcd-client) is what its tests and users query etcd with.
+have haproxy || [ -x /usr/sbin/haproxy ] || echo haproxy
+have etcdctl || echo etcd-client
+# kube-proxy's nftables mode programs the kernel through nft.
+have nft || [ -x /usr/sbin/nft ] || echo nftables
+# The fault tests shift the clock of our processes with libfaketime (LD_PRELOAD).
+have faketime || echo faketime
+# The kubelet's native helpers (pause, pod-sandbox, cri-log) are built with the C compiler pykubeadm.kubelet.native
+# looks for: $CC, else cc, gcc or clang. Debian images without build tools have none: gcc, and libc6-dev for the C
+# library's headers and crt files.
+if ! { [ -n "${CC:-}" ] && have "$CC"; } && ! have cc && ! have gcc && ! have clang; then
+  echo gcc
+  echo libc6-dev
+fi
