@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from pykubeadm.lab.cluster import DATASTORES, lab_down, lab_join, lab_up, parse_image_flags
+from pykubeadm.lab.cluster import DATASTORES, lab_join, lab_up, parse_image_flags
 
 # lab.nodectl, lab.status and lab.upgrade are imported by their own commands: nodectl brings reset's phases (etcd3gw,
 # requests: ~0.15 s) that `lab up` and `lab join` do not run.
@@ -172,4 +172,6 @@ def upgrade(lab_dir: Path, version: str) -> None:
 @_DIR
 def down(lab_dir: Path) -> None:
     """Reset every node, stop the load balancer and external etcd, and leave the lab directory empty."""
+    from pykubeadm.lab.down import lab_down
+
     lab_down(lab_dir, click.echo)
