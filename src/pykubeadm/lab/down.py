@@ -54,16 +54,17 @@ def _reset_all(nodes: list[LabNode], out: Out) -> None:
 
 
 def _stop_leftovers(lab_dir: Path, nodes: list[LabNode], out: Out) -> None:
-    from pykubeadm.phases.reset.processes import RESET_GRACE, node_processes, stop_processes
+    from pykubeadm.phases.reset.processes import RESET_GRACE, nodes_processes, stop_processes
 
     roots = {n.root: n.name for n in nodes}
     for kubelet_dir in sorted(lab_dir.glob("*/var/lib/kubelet")):  # a node joined into the lab dir by hand too
         roots.setdefault(kubelet_dir.parents[2], kubelet_dir.parents[2].name)
-    for root, name in roots.items():
-        left = node_processes(root) if root.exists() else []
-        if left:
-            stop_processes(left, grace=RESET_GRACE)
-            out(f"[lab] {name}: stopped {len(left)} process(es) still running after the resets: {left}")
+    left = nodes_processes([root for root in roots if root.exists()])
+    if any(left.values()):
+        stop_processes([pid for pids in left.values() for pid in pids], grace=RESET_GRACE)
+    for root, pids in left.items():
+        if pids:
+            out(f"[lab] {roots[root]}: stopped {len(pids)} process(es) still running after the resets: {pids}")
 
 
 def lab_down(lab_dir: Path, out: Out = print) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from pykubeadm import constants as c
 from pykubeadm.util.procstat import stat_fields
 
-__all__ = ["RESET_GRACE", "node_processes", "orphaned_pod_processes", "stop_processes"]
+__all__ = ["RESET_GRACE", "node_processes", "nodes_processes", "orphaned_pod_processes", "stop_processes"]
 
 _PROC = Path("/proc")
 #: Seconds reset (and `lab down`) lets a node's processes exit after SIGTERM before SIGKILL, all of them at once: a
@@ -106,25 +106,32 @@ def orphaned_pod_processes(root: Path) -> list[int]:
 def node_processes(root: Path) -> list[int]:
     """Pids of the processes (of any session) that belong to the node root `root`, orphaned Pod sandboxes
     included; [] for "/"."""
-    real = os.path.realpath(root)
-    if real == "/":
-        return []
-    roots = {str(root), real}
-    patterns = [_matcher(r) for r in roots]
-    envs = [f"{c.ROOT_DIR_ENV}={r}".encode() for r in roots]
+    return nodes_processes([root])[root]
+
+
+def nodes_processes(roots: Iterable[Path]) -> dict[Path, list[int]]:
+    """`node_processes` of several node roots (a lab's), from one look at /proc."""
+    wanted = {root: {str(root), os.path.realpath(root)} for root in roots}
+    found: dict[Path, set[int]] = {root: set() for root in wanted}
+    matchers = {root: [_matcher(n) for n in names] for root, names in wanted.items() if "/" not in names}
+    envs = {root: [f"{c.ROOT_DIR_ENV}={n}".encode() for n in wanted[root]] for root in matchers}
+    if not matchers:  # host mode: the container runtime owns the containers
+        return {root: [] for root in found}
     procs = _scan()
     skip = _ancestors(procs)
-    found = set()
     for pid, (_, sid, args) in procs.items():
         if pid in skip:
             continue
-        if sid == pid and any(p.search(a) for p in patterns for a in args if a):
-            found.add(pid)
-            continue
-        env = _read(f"{_PROC}/{pid}/environ")
-        if env is not None and any(e in env.split(b"\0") for e in envs):
-            found.add(pid)
-    return sorted(found | _orphans(procs, root))
+        env: list[bytes] | None = None
+        for root, patterns in matchers.items():
+            if sid == pid and any(p.search(a) for p in patterns for a in args if a):
+                found[root].add(pid)
+                continue
+            if env is None:
+                env = (_read(f"{_PROC}/{pid}/environ") or b"").split(b"\0")
+            if any(e in env for e in envs[root]):
+                found[root].add(pid)
+    return {root: sorted(found[root] | (_orphans(procs, root) if root in matchers else set())) for root in found}
 
 
 def _alive(pid: int) -> bool:
