@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from tests.e2e.test_lab import Lab, _kill_leftovers, _lab_up, pykubeadm
-from tests.e2e.test_pods import running_and_ready, wait_for
+from tests.e2e.test_pods import alive, processes_of, running_and_ready, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -103,29 +103,11 @@ def test_v5_close_of_stdin_ends_cat(core: Any) -> None:
         resp.close()
 
 
-def _pids_with(marker: str) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
-                pids.append(int(entry.name))
-        except OSError:
-            pass
-    return pids
-
-
 def _children(pid: int) -> list[int]:
     try:
         return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except OSError:
         return []
-
-
-def _gone(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
 
 
 def test_v4_cat_ends_with_the_stream(core: Any) -> None:
@@ -134,12 +116,12 @@ def test_v4_cat_ends_with_the_stream(core: Any) -> None:
     resp = open_exec(core, ["sh", "-c", "cat; :", marker], V4)  # `; :` keeps sh (and the marker) as cat's parent
     try:
         assert answer(resp, "x\n", START) == "x"
-        shells = _pids_with(marker)
+        shells = processes_of(marker)
         assert shells, "the exec'd shell is not running on the node"
         started = shells + [c for pid in shells for c in _children(pid)]
     finally:
         resp.close()
-    wait_for(lambda: all(_gone(pid) for pid in started), 30, "the exec'd sh and cat to end with the stream")
+    wait_for(lambda: not any(alive(pid) for pid in started), 30, "the exec'd sh and cat to end with the stream")
 
 
 @pytest.mark.parametrize("protocol", [V5, V4])

@@ -5,14 +5,13 @@ How long it takes is measured by benchmarks/lab_up.py (--down-only), not asserte
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.e2e.test_lab import Lab, _kill_leftovers, _lab_up, _processes_under, pykubeadm
-from tests.e2e.test_pods import apply, pod_json, wait_for
+from tests.e2e.test_pods import alive, apply, main_pid, pod_json, wait_for
 
 from pykubeadm.phases.reset.processes import node_processes
 
@@ -33,15 +32,6 @@ def stubborn_pod(i: int) -> dict[str, Any]:
             "containers": [{"name": "main", "image": "busybox", "command": ["sh", "-c", "trap '' TERM; sleep 3600"]}],
         },
     }
-
-
-def main_pid(lab: Lab, pod: dict[str, Any]) -> int:
-    """The host pid of the Pod's container, from its shim's record on its node."""
-    uid = pod["metadata"]["uid"]
-    cid = pod["status"]["containerStatuses"][0]["containerID"].split("://", 1)[1]
-    node = pod["spec"]["nodeName"]
-    shim = lab.root(node) / "var/lib/kubelet/pods" / uid / "containers" / "main" / cid / "shim.json"
-    return int(json.loads(shim.read_text())["pid"])
 
 
 def tree(pid: int) -> list[int]:
@@ -127,7 +117,7 @@ def test_lab_down_stops_pods_that_ignore_sigterm_and_leaves_nothing(tmp_path: Pa
 
         assert _processes_under(lab_dir) == []
         assert [n for n in NODES if node_processes(lab.root(n))] == []
-        assert [pid for pid in before if _running(pid)] == []
+        assert [pid for pid in before if alive(pid)] == []
         assert mounts_under(lab_dir) == []
         # a killed Pod process whose parent died with it is a zombie until the host's init reaps it: its namespaces
         # go with it
@@ -137,10 +127,3 @@ def test_lab_down_stops_pods_that_ignore_sigterm_and_leaves_nothing(tmp_path: Pa
         if lab_dir.exists() and any(lab_dir.iterdir()):
             pykubeadm("lab", "down", "--dir", str(lab_dir))
         _kill_leftovers(lab_dir)
-
-
-def _running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
