@@ -17,6 +17,10 @@ Both topologies are measured (`--topology netns,loopback`, the default): the net
 its own namespaces, the API server reached through the relay on 127.0.0.1; needs root) and the loopback lab; the
 figures of each are under `by_topology`, the first's also at the top level.
 Run: .venv/bin/python benchmarks/lab_up.py [--runs 5] [--workers 2] [--topology netns,loopback]
+`lab down` is timed on its own labs (`--down-runs`, issue #32): a 3-node lab (`--workers 2`) running ten Pods that
+ignore SIGTERM (`trap '' TERM`), from the command to the empty lab dir; target <= 2.0 s median (reset's own short
+SIGTERM window, then SIGKILL, on every node at once).
+Run: .venv/bin/python benchmarks/lab_up.py [--runs 5] [--workers 2] [--down-runs 5] [--down-only]
 """
 
 from __future__ import annotations
@@ -185,15 +189,76 @@ def one_run(workers: int, topology: str) -> dict[str, Any]:
         }
 
 
+STUBBORN_PODS = 10
+
+
+def _stubborn_pod(i: int) -> dict[str, Any]:
+    command = ["sh", "-c", "trap '' TERM; sleep 3600"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"stubborn-{i}", "namespace": "default"},
+        "spec": {"containers": [{"name": "main", "image": "busybox", "command": command}]},
+    }
+
+
+def down_run() -> float:
+    """Wall time of `lab down` of a 3-node lab running STUBBORN_PODS Pods that ignore SIGTERM."""
+    from lightkube.resources.core_v1 import Pod
+
+    from pykubeadm.client import sync_client
+    from pykubeadm.lab.cluster import admin_kubeconfig
+
+    with tempfile.TemporaryDirectory(prefix="lab-bench") as tmp:
+        lab_dir = Path(tmp) / "lab"
+        try:
+            res = _pykubeadm("lab", "up", "--workers", "2", "--dir", str(lab_dir))
+            if res.returncode != 0:
+                raise SystemExit(f"lab up failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+            with sync_client(admin_kubeconfig(lab_dir)) as client:
+                for i in range(STUBBORN_PODS):
+                    client.create(Pod.from_dict(_stubborn_pod(i)))
+            _settle(lab_dir)
+            t0 = time.perf_counter()
+            res = _pykubeadm("lab", "down", "--dir", str(lab_dir))
+            down = time.perf_counter() - t0
+            if res.returncode != 0:
+                raise SystemExit(f"lab down failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+            left = _processes(lab_dir)
+            if left:
+                raise SystemExit(f"lab down left processes running: {left}")
+            return down
+        finally:
+            if lab_dir.exists() and any(lab_dir.iterdir()):
+                _pykubeadm("lab", "down", "--dir", str(lab_dir))
+
+
+def _down_figures(runs: int) -> dict[str, Any]:
+    downs = [down_run() for _ in range(runs)]
+    return {
+        "lab_down_pods_ignoring_sigterm": STUBBORN_PODS,
+        "lab_down_median_s": round(statistics.median(downs), 3),
+        "lab_down_runs_s": [round(x, 3) for x in downs],
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--topology", default="netns,loopback", help="comma-separated: netns, loopback")
+    ap.add_argument("--down-runs", type=int, default=5)
+    ap.add_argument("--down-only", action="store_true", help="time only `lab down`")
     args = ap.parse_args()
     load_start = os.getloadavg()
+    if args.down_only:
+        figures = {"benchmark": "lab_down", "runs": args.down_runs, **_down_figures(args.down_runs)}
+        figures |= {"targets": {"lab_down_s": 2.0}, "loadavg_at_start": load_start, "loadavg_at_end": os.getloadavg()}
+        print(json.dumps(figures, indent=2))
+        return
     by_topology = {t: _summary([one_run(args.workers, t) for _ in range(args.runs)]) for t in args.topology.split(",")}
     first = next(iter(by_topology.values()))
+    down = _down_figures(args.down_runs) if args.down_runs > 0 else {}
     print(
         json.dumps(
             {
@@ -202,7 +267,8 @@ def main() -> None:
                 "runs": args.runs,
                 **first,
                 "by_topology": by_topology,
-                "targets": {"lab_up_s": 2.0, "join_s": 0.5, "control_plane_and_kubelet_mb": 300},
+                **down,
+                "targets": {"lab_up_s": 2.0, "join_s": 0.5, "control_plane_and_kubelet_mb": 300, "lab_down_s": 2.0},
                 "loadavg_at_start": load_start,
                 "loadavg_at_end": os.getloadavg(),
             },

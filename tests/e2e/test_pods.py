@@ -82,7 +82,8 @@ def main_pid(lab: Lab, pod: dict[str, Any]) -> int:
     uid = pod["metadata"]["uid"]
     cid = pod["status"]["containerStatuses"][0]["containerID"].split("://", 1)[1]
     name = pod["spec"]["containers"][0]["name"]
-    shim = lab.root(WORKER) / "var/lib/kubelet/pods" / uid / "containers" / name / cid / "shim.json"
+    node = pod["spec"].get("nodeName") or WORKER
+    shim = lab.root(node) / "var/lib/kubelet/pods" / uid / "containers" / name / cid / "shim.json"
     return int(json.loads(shim.read_text())["pid"])
 
 

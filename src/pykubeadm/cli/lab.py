@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from pykubeadm import constants as c
-from pykubeadm.lab.cluster import DATASTORES, lab_down, lab_join, lab_up, parse_image_flags
+from pykubeadm.lab.cluster import DATASTORES, lab_join, lab_up, parse_image_flags
 from pykubeadm.lab.topology import parse_publish
 
 # lab.nodectl, lab.status and lab.upgrade are imported by their own commands: nodectl brings reset's phases (etcd3gw,
@@ -252,4 +252,6 @@ def upgrade(lab_dir: Path, version: str, skip_drain: bool, delete_emptydir_data:
 @_DIR
 def down(lab_dir: Path) -> None:
     """Reset every node, stop the load balancer and external etcd, and leave the lab directory empty."""
+    from pykubeadm.lab.down import lab_down
+
     lab_down(lab_dir, click.echo)

@@ -2,7 +2,7 @@
 
 Every node is a directory under the lab dir and a loopback address; `up` runs `pykubeadm init` on the first control
 plane and `pykubeadm join` (token discovery with the CA pin) for each other node, as separate processes — exactly the
-commands a user would type — then waits until every Node is Ready. `down` runs `pykubeadm reset -f` on every node,
+commands a user would type — then waits until every Node is Ready. `down` (lab.down) resets every node at once,
 stops the lab's own processes (load balancer, external etcd) by their pid files and empties the lab dir.
 
 An HA lab (`--control-planes M` > 1, or an external etcd) follows kubeadm's HA guide: HAProxy on its own loopback
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -72,7 +71,6 @@ __all__ = [
     "child_env",
     "find_node",
     "is_ready",
-    "lab_down",
     "lab_join",
     "lab_nodes",
     "lab_up",
@@ -621,61 +619,6 @@ def _join_worker(lab_dir: Path, node: LabNode, first: LabNode, s: LabSettings, o
         if forked is not None:  # the zygote's join is in a session of its own; this process's child is in its group
             forked.terminate()
         raise
-
-
-def lab_down(lab_dir: Path, out: Out = print) -> None:
-    """`reset -f` every node (workers first, in parallel; control planes one by one, the last made first), stop what
-    still runs for a node root after its reset (said, not hidden: a Pod started while its node was being reset),
-    stop the load balancer and external etcd by their pid files, then empty the lab dir."""
-    lab_dir = lab_dir.absolute()
-    nodes = lab_nodes(lab_dir)
-    workers = [n for n in nodes if not n.control_plane and n.root.exists()]
-    procs = [
-        (
-            n,
-            subprocess.Popen(
-                pykubeadm_command(n, "reset", "-f"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env()
-            ),
-        )
-        for n in workers
-    ]
-    for n, p in procs:
-        _, err = p.communicate()
-        out(f"[lab] reset {n.name}" + ("" if p.returncode == 0 else f" failed: {err.decode(errors='replace')[-500:]}"))
-    for n in reversed(nodes):
-        if n.control_plane and n.root.exists():
-            res = subprocess.run(
-                pykubeadm_command(n, "reset", "-f"), capture_output=True, text=True, env=child_env(), check=False
-            )
-            out(f"[lab] reset {n.name}" + ("" if res.returncode == 0 else f" failed: {res.stderr[-500:]}"))
-    from pykubeadm.phases.reset.processes import node_processes, stop_processes
-
-    roots = {n.root: n.name for n in nodes}
-    for kubelet_dir in sorted(lab_dir.glob("*/var/lib/kubelet")):  # a node joined into the lab dir by hand too
-        roots.setdefault(kubelet_dir.parents[2], kubelet_dir.parents[2].name)
-    for root, name in roots.items():
-        left = node_processes(root) if root.exists() else []
-        if left:
-            stop_processes(left, grace=5.0)
-            out(f"[lab] {name}: stopped {len(left)} process(es) still running after the resets: {left}")
-    from pykubeadm.kubelet import zygote
-
-    zygote.stop(zygote_socket(lab_dir))
-    lb = load_balancer(lab_dir)
-    if lb is not None and lb.stop():
-        out("[lab] stopped the load balancer")
-    if lab_settings(lab_dir).datastore == "external-etcd":
-        from pykubeadm.lab.externaletcd import ExternalEtcd
-
-        ExternalEtcd(lab_dir, lab_settings(lab_dir).prefix).stop(out)
-    topology.remove(state_dir(lab_dir), out)
-    if lab_dir.exists():
-        for child in lab_dir.iterdir():
-            if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child, ignore_errors=True)
-            else:
-                child.unlink(missing_ok=True)
-    out(f"[lab] {lab_dir} is empty")
 
 
 def _look_around(lab_dir: Path) -> str:

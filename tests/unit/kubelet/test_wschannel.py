@@ -78,6 +78,24 @@ async def test_v5_channels_stdin_close_and_exit_code(base: str) -> None:
     assert status["details"]["causes"] == [{"reason": "ExitCode", "message": "7"}]
 
 
+async def test_stdin_in_text_messages_is_answered_while_the_session_stays_open(base: str) -> None:
+    """The official Python client sends a str given to write_stdin as a text message, channel first ("\\x00...")."""
+    query = urlencode([("command", "sh"), ("input", "1"), ("output", "1")])
+    async with (
+        aiohttp.ClientSession() as s,
+        s.ws_connect(f"{base}/exec/ns/p/c?{query}", protocols=["v5.channel.k8s.io"]) as ws,
+    ):
+        for i in range(3):
+            await ws.send_str(f"\x00echo text {i}\n")
+            async with asyncio.timeout(20):
+                msg = await ws.receive()
+            assert msg.type == aiohttp.WSMsgType.BINARY and msg.data == f"\x01text {i}\n".encode()
+        await ws.send_bytes(b"\xff\x00")  # CLOSE stdin: sh reads EOF and exits 0
+        async with asyncio.timeout(20):
+            msg = await ws.receive()
+        assert msg.data[0] == 3 and json.loads(msg.data[1:])["status"] == "Success"
+
+
 async def test_v4_success_status(base: str, tmp_path: Path) -> None:
     got = await _session(f"{base}/exec/ns/p/c?command=pwd&output=1", "v4.channel.k8s.io", [])
     assert got[1].decode().strip() == str(tmp_path)  # the container's working directory

@@ -1,8 +1,9 @@
 """exec/attach over WebSocket: the channel protocols `v5.channel.k8s.io` and `v4.channel.k8s.io` (kubectl ≥ 1.30).
 
-Every binary message starts with its channel: 0 stdin, 1 stdout, 2 stderr, 3 error (the final Status, JSON),
-4 resize (`{"Width":W,"Height":H}`), and in v5 255 close (`[255, 0]` half-closes stdin). The server ends the
-session by sending the Status on channel 3 and a normal close. Framing is aiohttp's.
+Every data message (binary, or text: the official Python client sends a str as one) starts with its channel: 0 stdin,
+1 stdout, 2 stderr, 3 error (the final Status, JSON), 4 resize (`{"Width":W,"Height":H}`), and in v5 255 close
+(`[255, 0]` half-closes stdin). The server ends the session by sending the Status on channel 3 and a normal close.
+Framing is aiohttp's.
 """
 
 from __future__ import annotations
@@ -28,6 +29,17 @@ STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 
 def is_websocket(request: web.Request) -> bool:
     return request.headers.get("Upgrade", "").lower() == "websocket"
+
+
+def _frame_bytes(msg: aiohttp.WSMessage) -> bytes:
+    """A data message's bytes, channel first. Like the kubelet (wsstream), text messages count too: the official
+    Python client sends what it is given as a str in a text message (`write_stdin("ls\\n")`); their bytes are the
+    UTF-8 on the wire."""
+    if msg.type == aiohttp.WSMsgType.BINARY:
+        return bytes(msg.data)
+    if msg.type == aiohttp.WSMsgType.TEXT:
+        return str(msg.data).encode()
+    return b""
 
 
 def parse_resize(payload: bytes) -> tuple[int, int] | None:
@@ -70,9 +82,10 @@ async def serve_websocket(
 
     async def demux() -> None:
         async for msg in ws:
-            if msg.type != aiohttp.WSMsgType.BINARY or not msg.data:
+            data = _frame_bytes(msg)
+            if not data:
                 continue
-            channel, payload = msg.data[0], msg.data[1:]
+            channel, payload = data[0], data[1:]
             if channel == STDIN and payload:
                 stdin.put_nowait(payload)
             elif channel == RESIZE:

@@ -2,10 +2,11 @@
 
 In kubeadm's order: stop the kubelet (systemd's unit in host mode, the built-in daemon otherwise), unmount what is
 mounted below /var/lib/kubelet, remove the Pods' containers (in built-in mode: every process still running for this
-node root — see `processes.py`; in host mode every Pod sandbox through CRI, as kubeadm does), delete the contents of the manifests,
-/var/lib/kubelet and certificates directories (and /etc/kubernetes/tmp with --cleanup-tmp-dir), delete the
-kubeconfig files. Then, beyond kubeadm, the built-in control plane's own state under the root (the SQLite datastore,
-/var/lib/pykubeadm, /var/run/pykubeadm, /var/log/pykubeadm, and /var/log/pods unless a real kubelet owns it).
+node root, all at once, SIGKILL after reset's short SIGTERM window `RESET_GRACE` — see `processes.py`; in host mode
+every Pod sandbox through CRI, as kubeadm does), delete the contents of the manifests, /var/lib/kubelet and certificates directories (and
+/etc/kubernetes/tmp with --cleanup-tmp-dir), delete the kubeconfig files. Then, beyond kubeadm, the built-in control
+plane's own state under the root (the SQLite datastore, /var/lib/pykubeadm, /var/run/pykubeadm, /var/log/pykubeadm,
+and /var/log/pods unless a real kubelet owns it).
 Messages print node paths; nothing outside the node's root is touched (`cleanup.py`).
 """
 
@@ -26,7 +27,7 @@ from pykubeadm.layout import Layout
 from pykubeadm.phases.kubeletservice import stop_kubelet, uses_systemd
 from pykubeadm.phases.reset.cleanup import clean_dir, inside_root, is_dir_empty, remove_path
 from pykubeadm.phases.reset.data import ResetData
-from pykubeadm.phases.reset.processes import node_processes, stop_processes
+from pykubeadm.phases.reset.processes import RESET_GRACE, node_processes, stop_processes
 from pykubeadm.phases.reset.proxy_rules import remove_proxy_rules
 from pykubeadm.phases.reset.remove_etcd_member import ETCD_DATA_DIR_KEY
 from pykubeadm.workflow import Phase
@@ -72,7 +73,7 @@ def _stop_kubelet(data: ResetData) -> None:
         return
     data.out("[reset] Stopping the kubelet service")
     try:
-        stop_kubelet(data.layout)
+        stop_kubelet(data.layout, timeout=RESET_GRACE)  # its Pods' grace periods are not reset's to wait out
     except (OSError, subprocess.SubprocessError) as err:
         log.warning("[reset] The kubelet service could not be stopped by kubeadm: [%s]", err)
         log.warning("[reset] Please ensure kubelet is stopped manually")
@@ -140,7 +141,7 @@ def _remove_containers(data: ResetData) -> None:
         pids = [p for p in node_processes(data.layout.root) if p not in stopped]
         if not pids:
             break
-        stopped += stop_processes(pids)
+        stopped += stop_processes(pids, grace=RESET_GRACE)
     if stopped:
         log.info("[reset] Stopped processes of this node: %s", stopped)
 

@@ -11,16 +11,16 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-import httpx2
-from lightkube import ApiError
-from lightkube.resources.core_v1 import ConfigMap
+from typing import TYPE_CHECKING
 
 from pykubeadm import constants as c
-from pykubeadm.api import ClusterConfiguration
-from pykubeadm.client import sync_client
 from pykubeadm.errors import KubeadmError
 from pykubeadm.phases.clusterconfig import announce_config_read, cluster_configuration_of
+
+if TYPE_CHECKING:
+    from lightkube.resources.core_v1 import ConfigMap
+
+    from pykubeadm.api import ClusterConfiguration
 
 __all__ = ["FETCH_TIMEOUT", "fetch_cluster_configuration"]
 
@@ -33,6 +33,13 @@ _INTERVAL = 0.25
 
 
 def _get_configmap(kubeconfig: Path, deadline: float) -> ConfigMap:
+    # the Kubernetes client (~0.2 s of imports) only on a node that has admin.conf
+    import httpx2
+    from lightkube import ApiError
+    from lightkube.resources.core_v1 import ConfigMap
+
+    from pykubeadm.client import sync_client
+
     with sync_client(kubeconfig, timeout=_REQUEST_TIMEOUT) as client:
         while True:
             try:

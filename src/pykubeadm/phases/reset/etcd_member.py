@@ -13,15 +13,16 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from etcd3gw.client import Etcd3Client
 
 from pykubeadm import constants as c
 from pykubeadm.errors import KubeadmError
 from pykubeadm.layout import Layout
-from pykubeadm.phases.etcdmember import call as _call
+
+if TYPE_CHECKING:
+    from etcd3gw.client import Etcd3Client
 
 __all__ = ["EtcdPod", "read_etcd_pod", "remove_member"]
 
@@ -92,6 +93,8 @@ def read_etcd_pod(layout: Layout) -> EtcdPod | None:
 
 def remove_member(layout: Layout, pod: EtcdPod) -> bool:
     """Remove this node's member from the etcd cluster; False when it is the only member (nothing to do)."""
+    from pykubeadm.phases.etcdmember import call as _call  # the etcd client (~0.3 s of imports): only when needed
+
     local = list(pod.client_urls)
     if not local:
         raise KubeadmError("the etcd Pod manifest has no advertise client URL")
