@@ -149,6 +149,41 @@ def test_worker_csrs_approved_and_issued_for_the_bootstrap_token(lab: Lab) -> No
         assert row[-1] == "Approved,Issued"
 
 
+def test_kubelet_serving_certificates_are_ca_signed_for_exactly_their_nodes_addresses(lab: Lab) -> None:
+    """serverTLSBootstrap: each kubelet serves a certificate the csrservingapproving controller approved and the
+    cluster CA signed, naming exactly its Node's addresses; the API server verifies it (--kubelet-certificate-authority)."""
+    from cryptography import x509
+
+    manifest = lab.root("lab-control-plane") / "etc/kubernetes/manifests/kube-apiserver.yaml"
+    assert "--kubelet-certificate-authority=/etc/kubernetes/pki/ca.crt" in manifest.read_text()
+    ca = x509.load_pem_x509_certificate((lab.root("lab-control-plane") / "etc/kubernetes/pki/ca.crt").read_bytes())
+    nodes = json.loads(lab.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    csrs = json.loads(lab.kubectl("get", "csr", "-o", "json").stdout)["items"]
+    assert len(nodes) == 3
+    for node in nodes:
+        name = node["metadata"]["name"]
+        pem = (lab.root(name) / "var/lib/kubelet/pki/kubelet-server-current.pem").read_bytes()
+        cert = x509.load_pem_x509_certificate(pem)
+        cert.verify_directly_issued_by(ca)
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        addresses = node["status"]["addresses"]
+        assert sorted(sans.get_values_for_type(x509.DNSName)) == [
+            a["address"] for a in addresses if a["type"] == "Hostname"
+        ]
+        assert sorted(str(i) for i in sans.get_values_for_type(x509.IPAddress)) == sorted(
+            a["address"] for a in addresses if a["type"] == "InternalIP"
+        )
+        serving = [
+            c
+            for c in csrs
+            if c["spec"]["signerName"] == "kubernetes.io/kubelet-serving"
+            and c["spec"]["username"] == f"system:node:{name}"
+        ]
+        assert serving, name
+        approved = [c for c in serving[0]["status"]["conditions"] if c["type"] == "Approved"]
+        assert approved[0]["reason"] == "AutoApproved" and "(csrservingapproving)" in approved[0]["message"]
+
+
 def test_kubectl_logs_of_static_pods_through_the_kubelet(lab: Lab, api) -> None:  # type: ignore[no-untyped-def]
     """`kubectl logs` goes API server → kubelet :10250 (apiserver-kubelet-client certificate) → the container's log."""
     pod = "kube-controller-manager-lab-control-plane"

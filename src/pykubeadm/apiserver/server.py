@@ -86,7 +86,9 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
     state = ApiState(
         backend=backend, version_info=version_info(options.version), authenticator=_nobody, authorizer=_deny
     )
-    state.kubelet_client = KubeletClient(options.kubelet_client_certificate, options.kubelet_client_key)
+    state.kubelet_client = KubeletClient(
+        options.kubelet_client_certificate, options.kubelet_client_key, options.kubelet_certificate_authority
+    )
     source = StoreObjectSource(state.by_resource)
     allocator = IPAllocator(options.service_cluster_ip_range, in_use=lambda: set())
     for s in STRATEGIES:

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from pykubeadm import constants as c
+from pykubeadm.lab.trust import kubelet_configuration, secure_cluster_configuration
 from pykubeadm.util.yamlload import load_yaml
 
 __all__ = [
@@ -213,7 +214,7 @@ def init_config(node: LabNode, token: str, datastore: str) -> list[dict[str, Any
         "nodeRegistration": _node_registration(node),
         "patches": {"directory": str(node.patches_dir)},
     }
-    return [init, cluster]
+    return [init, secure_cluster_configuration(cluster), kubelet_configuration()]
 
 
 def ha_init_config(
