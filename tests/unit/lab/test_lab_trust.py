@@ -11,6 +11,9 @@ def test_init_config_enables_serving_certificates_and_their_verification(tmp_pat
     cp = lab_node(tmp_path, 0)
     init, cluster, kubelet = init_config(cp, "abcdef.0123456789abcdef", "sqlite")
     assert init["kind"] == "InitConfiguration"
+    assert {"name": "control-plane-cert-renewal-window", "value": "2160h"} in init["nodeRegistration"][
+        "kubeletExtraArgs"
+    ]
     assert kubelet == {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
