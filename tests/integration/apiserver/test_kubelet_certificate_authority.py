@@ -91,3 +91,10 @@ def test_a_self_signed_kubelet_certificate_is_refused(cluster: Any) -> None:
     res = api.kubectl("logs", "p-selfsigned", check=False)
     assert res.returncode != 0 and "certificate verify failed" in res.stderr, res.stderr
     assert kubelets["selfsigned"].seen == []
+
+
+def test_exec_to_a_kubelet_presenting_another_nodes_certificate_is_refused(cluster: Any) -> None:
+    api, _ = cluster
+    res = api.kubectl("exec", "p-impostor", "--", "true", check=False)
+    assert res.returncode != 0
+    assert "error dialing backend" in res.stderr and "certificate verify failed" in res.stderr, res.stderr
