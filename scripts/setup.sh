@@ -18,6 +18,8 @@ command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need_apt+=(nftables)
 [ -x /usr/lib/cni/bridge ] || need_apt+=(containernetworking-plugins)
 # The fault tests shift the clock of our processes with libfaketime (LD_PRELOAD).
 command -v faketime >/dev/null 2>&1 || need_apt+=(faketime)
+# `lab timeline --svg`: the tests render the SVG with rsvg-convert
+command -v rsvg-convert >/dev/null 2>&1 || need_apt+=(librsvg2-bin)
 # Real containers: containerd (its CRI plugin) with runc, the CNI plugins in /usr/lib/cni, and what the tests build
 # OCI images offline with (skopeo, umoci, a static busybox); a local registry (docker-registry; htpasswd from
 # apache2-utils for one that wants credentials).

@@ -184,6 +184,47 @@ def test_kubelet_serving_certificates_are_ca_signed_for_exactly_their_nodes_addr
         assert approved[0]["reason"] == "AutoApproved" and "(csrservingapproving)" in approved[0]["message"]
 
 
+def test_lab_timeline_gives_each_worker_its_bootstrap_in_order_with_who_approved(lab: Lab, tmp_path: Path) -> None:
+    from datetime import datetime
+
+    from pykubeadm.lab.timeline import BOOTSTRAP_STEPS
+
+    svg = tmp_path / "timeline.svg"
+    res = pykubeadm("lab", "timeline", "--dir", str(lab.dir), "-o", "json", "--svg", str(svg))
+    assert res.returncode == 0, res.stderr
+    nodes = {n["node"]: n for n in json.loads(res.stdout)["nodes"]}
+    assert set(nodes) == {"lab-control-plane", *WORKERS}
+    csrs = {c["metadata"]["name"]: c for c in json.loads(lab.kubectl("get", "csr", "-o", "json").stdout)["items"]}
+
+    def second(stamp: str) -> datetime:  # API objects have whole seconds, logs milliseconds
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).replace(microsecond=0)
+
+    for worker in WORKERS:
+        steps = nodes[worker]["steps"]
+        assert [s["step"] for s in steps] == list(BOOTSTRAP_STEPS)
+        assert all(s["time"] for s in steps), [s for s in steps if not s["time"]]
+        times = [second(s["time"]) for s in steps]
+        assert times == sorted(times), steps
+        by = {s["step"]: s for s in steps}
+        csr = csrs[by["client CSR created"]["source"].removeprefix("CSR ")]
+        assert by["client CSR created"]["time"] == csr["metadata"]["creationTimestamp"]
+        assert by["client CSR created"]["detail"] == f"requested by {csr['spec']['username']}"
+        (approved,) = [c for c in csr["status"]["conditions"] if c["type"] == "Approved"]
+        assert by["client CSR approved"]["time"] == approved["lastUpdateTime"]
+        assert by["client CSR approved"]["detail"] == (
+            "AutoApproved: Auto approving kubelet client certificate after SubjectAccessReview."
+        )
+        serving = [s for s in nodes[worker]["later"] if s["step"] == "serving CSR approved"]
+        assert serving and serving[0]["detail"].endswith(f"against Node {worker} (csrservingapproving).")
+    text = svg.read_text()
+    for name in nodes:
+        assert f'id="lane-{name}"' in text and f">{name}</text>" in text
+    assert "Node Ready +" in text and "client CSR approved +" in text
+    png = tmp_path / "timeline.png"
+    subprocess.run(["rsvg-convert", "-o", str(png), str(svg)], check=True, capture_output=True, timeout=60)
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
 def test_kubectl_logs_of_static_pods_through_the_kubelet(lab: Lab, api) -> None:  # type: ignore[no-untyped-def]
     """`kubectl logs` goes API server → kubelet :10250 (apiserver-kubelet-client certificate) → the container's log."""
     pod = "kube-controller-manager-lab-control-plane"

@@ -208,6 +208,7 @@ class Kubelet:
             self._host(self.s.kubeconfig),
             bootstrapped_kubeconfig(self._host(self.s.bootstrap_kubeconfig), self.s.cert_dir),
         )
+        log.info("bootstrap: client certificate from CSR %s stored, wrote %s", issued.csr_name, self.s.kubeconfig)
         await self._on_client_cert(pair)
 
     # --- the run ----------------------------------------------------------------------------------------------------

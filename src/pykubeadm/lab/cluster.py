@@ -187,7 +187,8 @@ def _start(node: LabNode, *args: str) -> forkcli.Child:
 
 def _start_join(node: LabNode, endpoint: str, token: str, ca_hash: str) -> forkcli.Child:
     write_node_files(node, join_config(node, endpoint, token, ca_hash))
-    return _start(node, "join", "--config", str(node.config_file))
+    # --v=1: the join's [discovery] steps as timestamped log lines (lab timeline reads them)
+    return _start(node, "--v=1", "join", "--config", str(node.config_file))
 
 
 Joins = dict[str, tuple[LabNode, "forkcli.Child | Command"]]
