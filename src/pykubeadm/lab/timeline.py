@@ -51,12 +51,14 @@ _JOIN_LINES = {
 }
 _KUBELET_LINES = {
     "kubelet started": r"flags: ",
-    "client certificate fetched, kubelet.conf written": r"bootstrap: client certificate from CSR",
+    # rotateCertificates (kubeadm's default): kubelet.conf, written at once, points at the certificate fetched now;
+    # without it the kubelet writes kubelet.conf once it has the certificate
+    "client certificate fetched, kubelet.conf written": r"bootstrap: client certificate from CSR|client certificate rotated",
 }
 #: later kubelet records: (step, pattern, whether the first match belongs to the bootstrap)
 _LATER_KUBELET = (
     ("kubelet restarted", r"flags: ", True),
-    ("client certificate rotated", r"client certificate rotated", False),
+    ("client certificate rotated", r"client certificate rotated", True),
     ("serving certificate received", r"serving certificate rotated", False),
 )
 #: a Python logging line: level letter, local date and time with milliseconds
@@ -194,17 +196,19 @@ def timeline_from(
     if node.control_plane:
         # kubeadm init writes kubelet.conf with an embedded certificate: no client CSR, nothing to fetch
         steps = [s for s in steps if not s.step.startswith("client ")]
-    later = _later(kubelet, client[1:] + serving, events)
+    later = _later(kubelet, client[1:] + serving, events, worker=not node.control_plane)
     return NodeTimeline(node.name, "control-plane" if node.control_plane else "worker", steps, later)
 
 
 def _later(
-    kubelet: list[tuple[dt.datetime, str]], csrs: list[dict[str, Any]], events: list[dict[str, Any]]
+    kubelet: list[tuple[dt.datetime, str]], csrs: list[dict[str, Any]], events: list[dict[str, Any]], worker: bool
 ) -> list[Step]:
     later: list[Step] = []
     for step, pattern, skip_first in _LATER_KUBELET:
         found = _matches(kubelet, pattern)
-        for t, line in found[1:] if skip_first else found:
+        # a worker's first client certificate is its TLS bootstrap; a control plane's rotates away from init's
+        skip = skip_first and (worker or step != "client certificate rotated")
+        for t, line in found[1:] if skip else found:
             later.append(Step(step, t, "kubelet log", line[:160]))
     for csr in csrs:
         prefix = "serving" if csr["spec"]["signerName"] == _SERVING_SIGNER else "client"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from tests.conftest import run_pykubeadm
+from tests.integration.pki.test_certs_cli import CONFIG
 
 from pykubeadm.kubelet.certrenewal import RENEWED_ANNOTATION, ControlPlaneCertRenewer
 from pykubeadm.layout import Layout
@@ -19,18 +20,6 @@ from pykubeadm.pki.autorenewal import DEFAULT_WINDOW
 from pykubeadm.pki.renewal import expiration_report
 
 pytestmark = pytest.mark.integration
-
-CONFIG = """apiVersion: kubeadm.k8s.io/v1beta4
-kind: InitConfiguration
-localAPIEndpoint:
-  advertiseAddress: 127.0.99.1
-nodeRegistration:
-  name: node1
----
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: v1.33.0
-"""
 
 
 @pytest.fixture

@@ -14,15 +14,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from lightkube.resources.certificates_v1 import CertificateSigningRequest, CertificateSigningRequestApproval
+from lightkube.resources.certificates_v1 import CertificateSigningRequest
 from lightkube.resources.core_v1 import Node
 
-from pykubeadm.client import ApiError, is_conflict, is_not_found
-from pykubeadm.controllers.controllerutil_api import EventRecorder, model
-from pykubeadm.controllers.csrapproving import approval_condition
+from pykubeadm.controllers.controllerutil_api import EventRecorder
+from pykubeadm.controllers.csrapproving import approve
 from pykubeadm.controllers.csrservingapproving.policy import check_serving_csr, node_name_of
 from pykubeadm.controllers.csrutil import KUBELET_SERVING_SIGNER, CSRParseError, has_condition, parse_csr
-from pykubeadm.controllers.runtime import Controller, PermanentError, TemporaryError
+from pykubeadm.controllers.runtime import Controller, PermanentError
 
 __all__ = ["APPROVAL_MESSAGE", "CONTROLLER_NAME", "REFUSED_REASON", "CSRServingApprovingController"]
 
@@ -93,7 +92,7 @@ class CSRServingApprovingController(Controller):
             log.info("%s", message)
             return
         self._pending.get(node_name, set()).discard(key)
-        await self._approve(csr, APPROVAL_MESSAGE.format(node=node_name))
+        await approve(self.client, csr, APPROVAL_MESSAGE.format(node=node_name))
 
     def _refuse(self, csr: dict[str, Any], message: str) -> None:
         self.recorder.event(
@@ -104,15 +103,3 @@ class CSRServingApprovingController(Controller):
             kind="CertificateSigningRequest",
             api_version="certificates.k8s.io/v1",
         )
-
-    async def _approve(self, csr: dict[str, Any], message: str) -> None:
-        csr.setdefault("status", {}).setdefault("conditions", []).append(approval_condition(message))
-        try:
-            await self.client.replace(model(CertificateSigningRequestApproval, csr), csr["metadata"]["name"])
-        except ApiError as err:
-            if is_not_found(err):
-                return
-            if is_conflict(err):
-                raise TemporaryError("conflict updating approval; will retry with the newer object") from err
-            raise
-        log.info("approved CSR %s (%s)", csr["metadata"]["name"], message)
