@@ -16,6 +16,8 @@ have etcdctl || echo etcd-client
 have nft || [ -x /usr/sbin/nft ] || echo nftables
 # The fault tests shift the clock of our processes with libfaketime (LD_PRELOAD).
 have faketime || echo faketime
+# `lab timeline --svg`: the tests render the SVG with rsvg-convert.
+have rsvg-convert || echo librsvg2-bin
 # Pods get their own address through Debian's CNI plugins (bridge, host-local, portmap, loopback in /usr/lib/cni).
 [ -x /usr/lib/cni/bridge ] || echo containernetworking-plugins
 # Real containers: containerd (its CRI plugin) with runc, and what the tests build OCI images offline with (skopeo,

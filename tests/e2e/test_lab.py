@@ -149,6 +149,82 @@ def test_worker_csrs_approved_and_issued_for_the_bootstrap_token(lab: Lab) -> No
         assert row[-1] == "Approved,Issued"
 
 
+def test_kubelet_serving_certificates_are_ca_signed_for_exactly_their_nodes_addresses(lab: Lab) -> None:
+    """serverTLSBootstrap: each kubelet serves a certificate the csrservingapproving controller approved and the
+    cluster CA signed, naming exactly its Node's addresses; the API server verifies it (--kubelet-certificate-authority)."""
+    from cryptography import x509
+
+    manifest = lab.root("lab-control-plane") / "etc/kubernetes/manifests/kube-apiserver.yaml"
+    assert "--kubelet-certificate-authority=/etc/kubernetes/pki/ca.crt" in manifest.read_text()
+    ca = x509.load_pem_x509_certificate((lab.root("lab-control-plane") / "etc/kubernetes/pki/ca.crt").read_bytes())
+    nodes = json.loads(lab.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    csrs = json.loads(lab.kubectl("get", "csr", "-o", "json").stdout)["items"]
+    assert len(nodes) == 3
+    for node in nodes:
+        name = node["metadata"]["name"]
+        pem = (lab.root(name) / "var/lib/kubelet/pki/kubelet-server-current.pem").read_bytes()
+        cert = x509.load_pem_x509_certificate(pem)
+        cert.verify_directly_issued_by(ca)
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        addresses = node["status"]["addresses"]
+        assert sorted(sans.get_values_for_type(x509.DNSName)) == [
+            a["address"] for a in addresses if a["type"] == "Hostname"
+        ]
+        assert sorted(str(i) for i in sans.get_values_for_type(x509.IPAddress)) == sorted(
+            a["address"] for a in addresses if a["type"] == "InternalIP"
+        )
+        serving = [
+            c
+            for c in csrs
+            if c["spec"]["signerName"] == "kubernetes.io/kubelet-serving"
+            and c["spec"]["username"] == f"system:node:{name}"
+        ]
+        assert serving, name
+        approved = [c for c in serving[0]["status"]["conditions"] if c["type"] == "Approved"]
+        assert approved[0]["reason"] == "AutoApproved" and "(csrservingapproving)" in approved[0]["message"]
+
+
+def test_lab_timeline_gives_each_worker_its_bootstrap_in_order_with_who_approved(lab: Lab, tmp_path: Path) -> None:
+    from datetime import datetime
+
+    from pykubeadm.lab.timeline import BOOTSTRAP_STEPS
+
+    svg = tmp_path / "timeline.svg"
+    res = pykubeadm("lab", "timeline", "--dir", str(lab.dir), "-o", "json", "--svg", str(svg))
+    assert res.returncode == 0, res.stderr
+    nodes = {n["node"]: n for n in json.loads(res.stdout)["nodes"]}
+    assert set(nodes) == {"lab-control-plane", *WORKERS}
+    csrs = {c["metadata"]["name"]: c for c in json.loads(lab.kubectl("get", "csr", "-o", "json").stdout)["items"]}
+
+    def second(stamp: str) -> datetime:  # API objects have whole seconds, logs milliseconds
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).replace(microsecond=0)
+
+    for worker in WORKERS:
+        steps = nodes[worker]["steps"]
+        assert [s["step"] for s in steps] == list(BOOTSTRAP_STEPS)
+        assert all(s["time"] for s in steps), [s for s in steps if not s["time"]]
+        times = [second(s["time"]) for s in steps]
+        assert times == sorted(times), steps
+        by = {s["step"]: s for s in steps}
+        csr = csrs[by["client CSR created"]["source"].removeprefix("CSR ")]
+        assert by["client CSR created"]["time"] == csr["metadata"]["creationTimestamp"]
+        assert by["client CSR created"]["detail"] == f"requested by {csr['spec']['username']}"
+        (approved,) = [c for c in csr["status"]["conditions"] if c["type"] == "Approved"]
+        assert by["client CSR approved"]["time"] == approved["lastUpdateTime"]
+        assert by["client CSR approved"]["detail"] == (
+            "AutoApproved: Auto approving kubelet client certificate after SubjectAccessReview."
+        )
+        serving = [s for s in nodes[worker]["later"] if s["step"] == "serving CSR approved"]
+        assert serving and serving[0]["detail"].endswith(f"against Node {worker} (csrservingapproving).")
+    text = svg.read_text()
+    for name in nodes:
+        assert f'id="lane-{name}"' in text and f">{name}</text>" in text
+    assert "Node Ready +" in text and "client CSR approved +" in text
+    png = tmp_path / "timeline.png"
+    subprocess.run(["rsvg-convert", "-o", str(png), str(svg)], check=True, capture_output=True, timeout=60)
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
 def test_kubectl_logs_of_static_pods_through_the_kubelet(lab: Lab, api) -> None:  # type: ignore[no-untyped-def]
     """`kubectl logs` goes API server → kubelet :10250 (apiserver-kubelet-client certificate) → the container's log."""
     pod = "kube-controller-manager-lab-control-plane"

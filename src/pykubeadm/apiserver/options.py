@@ -53,6 +53,7 @@ class ServerOptions:
     service_node_port_range: str = "30000-32767"
     kubelet_client_certificate: Path | None = None
     kubelet_client_key: Path | None = None
+    kubelet_certificate_authority: Path | None = None
     kubelet_preferred_address_types: list[str] = field(
         default_factory=lambda: ["Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"]
     )
@@ -132,6 +133,7 @@ _FLAGS: list[tuple[str, dict[str, Any]]] = [
     ("service-node-port-range", {}),
     ("kubelet-client-certificate", {}),
     ("kubelet-client-key", {}),
+    ("kubelet-certificate-authority", {}),
     ("kubelet-preferred-address-types", {}),
     ("proxy-client-cert-file", {}),
     ("proxy-client-key-file", {}),
@@ -349,6 +351,7 @@ def options_from_flags(flags: dict[str, Any], root: Path) -> ServerOptions:
     if flags.get("service_node_port_range"):
         o.service_node_port_range = flags["service_node_port_range"]
     o.kubelet_client_certificate, o.kubelet_client_key = path("kubelet_client_certificate"), path("kubelet_client_key")
+    o.kubelet_certificate_authority = path("kubelet_certificate_authority")
     if flags.get("kubelet_preferred_address_types"):
         o.kubelet_preferred_address_types = _list(flags["kubelet_preferred_address_types"])
     o.proxy_client_cert_file, o.proxy_client_key_file = path("proxy_client_cert_file"), path("proxy_client_key_file")

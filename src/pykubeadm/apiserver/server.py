@@ -104,7 +104,9 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
     if options.feature_gates:  # accepted; the v1.33 default behaviour is what we implement
         gates = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(options.feature_gates.items()))
         print(f"feature gates: {gates}", file=sys.stderr, flush=True)
-    state.kubelet_client = KubeletClient(options.kubelet_client_certificate, options.kubelet_client_key)
+    state.kubelet_client = KubeletClient(
+        options.kubelet_client_certificate, options.kubelet_client_key, options.kubelet_certificate_authority
+    )
     source = StoreObjectSource(state.by_resource)
     allocator = IPAllocator(options.service_cluster_ip_range, in_use=lambda: set())
     for s in STRATEGIES:

@@ -26,6 +26,7 @@ from pykubeadm.options import option
 from pykubeadm.phases.clusterconfig import announce_config_read
 from pykubeadm.phases.init.certs import encryption_algorithm, pki_params
 from pykubeadm.phases.init.kubeconfig import kubeconfig_params
+from pykubeadm.pki.autorenewal import next_renewal, renewal_window_from_flags
 from pykubeadm.pki.csr import create_default_keys_and_csrs
 from pykubeadm.pki.renewal import ExpirationInfo, expiration_report, renew_handlers, renew_using_local_ca
 from pykubeadm.util.humanize import short_human_duration
@@ -178,6 +179,24 @@ def _structured(certs: list[ExpirationInfo], cas: list[ExpirationInfo], now: dat
     }
 
 
+def _auto_renewal_line(layout: Layout, certs: list[ExpirationInfo], now: datetime) -> str:
+    """Not in kubeadm: when the kubelet renews these certificates (--control-plane-cert-renewal-window in
+    kubeadm-flags.env), when that next happens and for which; nothing when automatic renewal is off."""
+    try:
+        window = renewal_window_from_flags(layout.kubelet_env_file.read_text())
+    except (OSError, ValueError):
+        window = None
+    if window is None:
+        return ""
+    upcoming = next_renewal(certs, window)
+    head = f"\nAutomatic renewal by the kubelet: {short_human_duration(window)} before expiry"
+    if upcoming is None:
+        return head + "; nothing it can renew (external CA or missing certificates)\n"
+    when, names = upcoming
+    due = "now" if when <= now else f"{_expires(when)} (in {short_human_duration(when - now)})"
+    return f"{head}; next renewal due {due}: {', '.join(names)}\n"
+
+
 @command.command(
     name="check-expiration",
     help="Checks expiration for the certificates in the local PKI managed by kubeadm.",
@@ -195,6 +214,7 @@ def check_expiration(cert_dir: str, config: str | None, kubeconfig: str, output:
     certs, cas = expiration_report(layout.pki_dir, layout.kubernetes_dir, cfg.cluster.etcd.external is not None)
     if output == "text":
         click.echo(_text_report(certs, cas, now), nl=False)
+        click.echo(_auto_renewal_line(layout, certs, now), nl=False)
     elif output == "json":
         click.echo(json.dumps(_structured(certs, cas, now), indent=4))
     elif output == "yaml":

@@ -132,6 +132,7 @@ def up(
         topology_name=topology,
         publish=parse_publish(published),
     )
+    click.echo(f"[lab] Each node's bootstrap on one time axis: pykubeadm lab timeline --dir {lab_dir} [--svg FILE]")
 
 
 @command.command("join")
@@ -191,6 +192,34 @@ def exec_(lab_dir: Path, node: str, cmd: tuple[str, ...]) -> None:
         os.execvp(cmd[0], list(cmd))  # noqa: S606 - the command the user gave, as docker exec runs it
     except OSError as err:
         raise click.ClickException(f"{cmd[0]}: {err.strerror}") from err
+
+
+@command.command("timeline")
+@_DIR
+@click.option("--node", "node_name", help="Only this node.")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--svg", "svg_file", type=click.Path(dir_okay=False, path_type=Path), help="Also draw it into this SVG file."
+)
+def timeline(lab_dir: Path, node_name: str | None, output: str, svg_file: Path | None) -> None:
+    """Each node's bootstrap on one time axis (join, discovery, CSRs and who approved them, Node registered and Ready),
+    then later events (certificate rotations and renewals, kubelet restarts), from the records that say so."""
+    import json
+
+    from pykubeadm.lab.timeline import collect, render_svg, render_text
+
+    try:
+        timelines = collect(lab_dir, node_name)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--node") from err
+    if svg_file is not None:
+        svg_file.write_text(render_svg(timelines))
+    if output == "json":
+        click.echo(json.dumps({"nodes": [t.to_dict() for t in timelines]}, indent=2))
+    else:
+        click.echo(render_text(timelines), nl=False)
+        if svg_file is not None:
+            click.echo(f"[lab] timeline drawn in {svg_file}")
 
 
 @command.command("stop")

@@ -30,7 +30,15 @@ from pykubeadm.controllers.csrutil import (
 )
 from pykubeadm.controllers.runtime import Controller, TemporaryError
 
-__all__ = ["RECOGNIZERS", "CSRApprovingController", "Recognizer", "approval_condition", "recognize", "sar_spec"]
+__all__ = [
+    "RECOGNIZERS",
+    "CSRApprovingController",
+    "Recognizer",
+    "approval_condition",
+    "approve",
+    "recognize",
+    "sar_spec",
+]
 
 log = logging.getLogger(__name__)
 
@@ -157,15 +165,21 @@ class CSRApprovingController(Controller):
             raise TemporaryError(message)
 
     async def _approve(self, csr: dict[str, Any], message: str) -> None:
-        status = csr.setdefault("status", {})
-        status.setdefault("conditions", []).append(approval_condition(message))
-        body = model(CertificateSigningRequestApproval, csr)
-        try:
-            await self.client.replace(body, csr["metadata"]["name"])
-        except ApiError as err:
-            if is_not_found(err):
-                return
-            if is_conflict(err):
-                raise TemporaryError("conflict updating approval; will retry with the newer object") from err
-            raise
-        log.info("approved CSR %s (%s)", csr["metadata"]["name"], message)
+        await approve(self.client, csr, message)
+
+
+async def approve(client: Any, csr: dict[str, Any], message: str) -> None:
+    """Append Approved/AutoApproved with `message` through `/approval` (a CSR gone meanwhile is fine; a conflict is
+    retried by the caller's queue with the newer object)."""
+    status = csr.setdefault("status", {})
+    status.setdefault("conditions", []).append(approval_condition(message))
+    body = model(CertificateSigningRequestApproval, csr)
+    try:
+        await client.replace(body, csr["metadata"]["name"])
+    except ApiError as err:
+        if is_not_found(err):
+            return
+        if is_conflict(err):
+            raise TemporaryError("conflict updating approval; will retry with the newer object") from err
+        raise
+    log.info("approved CSR %s (%s)", csr["metadata"]["name"], message)

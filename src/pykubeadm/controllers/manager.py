@@ -3,7 +3,8 @@
 `--controllers` follows kube-controller-manager: `*` enables every controller that is on by default, `name` enables one,
 `-name` disables one; names may be the classic short ones (`csrapproving`) or the ≥1.28 long ones
 (`certificatesigningrequest-approving-controller`); an unknown name is an error. `bootstrapsigner` and `tokencleaner`
-are off by default (kubeadm passes `*,bootstrapsigner,tokencleaner`). Upstream controllers we do not implement are
+are off by default (kubeadm passes `*,bootstrapsigner,tokencleaner`); so is our `csrservingapproving` (kubelet
+serving CSRs checked against their Node, not in kube: enable it with `--controllers=*,...,csrservingapproving`). Upstream controllers we do not implement are
 accepted and reported as not running.
 """
 
@@ -17,6 +18,7 @@ from pykubeadm.controllers.bootstrapsigner import BootstrapSignerController
 from pykubeadm.controllers.cronjob import CronJobController
 from pykubeadm.controllers.csrapproving import CSRApprovingController
 from pykubeadm.controllers.csrcleaner import CSRCleanerController
+from pykubeadm.controllers.csrservingapproving import CSRServingApprovingController
 from pykubeadm.controllers.csrsigning import CSRSigningController
 from pykubeadm.controllers.daemonset import DaemonSetController
 from pykubeadm.controllers.deployment import DeploymentController
@@ -61,6 +63,7 @@ CONTROLLERS: Final[dict[str, type[Controller]]] = {
     "csrapproving": CSRApprovingController,
     "csrsigning": CSRSigningController,
     "csrcleaner": CSRCleanerController,
+    "csrservingapproving": CSRServingApprovingController,
     "bootstrapsigner": BootstrapSignerController,
     "tokencleaner": TokenCleanerController,
     "root-ca-cert-publisher": RootCACertPublisher,
@@ -92,6 +95,7 @@ ALIASES: Final[dict[str, str]] = {
     "certificatesigningrequest-approving-controller": "csrapproving",
     "certificatesigningrequest-signing-controller": "csrsigning",
     "certificatesigningrequest-cleaner-controller": "csrcleaner",
+    "certificatesigningrequest-serving-approving-controller": "csrservingapproving",
     "bootstrap-signer-controller": "bootstrapsigner",
     "token-cleaner-controller": "tokencleaner",
     "root-ca-certificate-publisher-controller": "root-ca-cert-publisher",
@@ -165,7 +169,7 @@ KNOWN_CONTROLLERS: Final[frozenset[str]] = frozenset(CONTROLLERS) | frozenset(
 
 #: Controllers `*` does not enable.
 DISABLED_BY_DEFAULT: Final[frozenset[str]] = frozenset(
-    {"bootstrapsigner", "tokencleaner", "selinux-warning-controller"}
+    {"bootstrapsigner", "tokencleaner", "selinux-warning-controller", "csrservingapproving"}
 )
 
 

@@ -116,6 +116,11 @@ _ARGS_META = "pykubeadm.kubelet.args"
     default=None,
     help="Request and rotate the serving certificate through the CSR API (serverTLSBootstrap).",
 )
+@click.option(
+    "--control-plane-cert-renewal-window",
+    help="Not a kube flag: renew this control-plane node's kubeadm certificates and kubeconfig client certificates "
+    "this long before they expire (a Go duration, e.g. 2160h; 0 or unset: off). See kubelet/certrenewal.py.",
+)
 @click.option("--tls-cert-file", help="Serving certificate of :10250.")
 @click.option("--tls-private-key-file", help="Serving key of :10250.")
 @click.option("--client-ca-file", help="CA bundle to verify client certificates of :10250.")

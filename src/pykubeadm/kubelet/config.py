@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import yaml
 
 from pykubeadm import constants as c
 from pykubeadm.errors import ValidationError
+from pykubeadm.util.goduration import parse_duration
 from pykubeadm.util.yamlload import load_yaml
 
 __all__ = ["KubeletSettings", "load_kubelet_configuration", "node_hostname"]
@@ -55,6 +57,8 @@ class KubeletSettings:
     static_pod_path: str | None = None
     rotate_certificates: bool = False
     server_tls_bootstrap: bool = False
+    #: not a kubelet setting: renew this node's kubeadm control-plane certificates this long before expiry (None: off)
+    control_plane_cert_renewal_window: timedelta | None = None
     tls_cert_file: str | None = None
     tls_private_key_file: str | None = None
     address: str = "0.0.0.0"
@@ -109,6 +113,7 @@ class KubeletSettings:
             static_pod_path=pick("pod_manifest_path", "staticPodPath", None),
             rotate_certificates=bool(pick("rotate_certificates", "rotateCertificates", False)),
             server_tls_bootstrap=bool(pick("rotate_server_certificates", "serverTLSBootstrap", False)),
+            control_plane_cert_renewal_window=_renewal_window(flags.get("control_plane_cert_renewal_window")),
             tls_cert_file=pick("tls_cert_file", "tlsCertFile", None),
             tls_private_key_file=pick("tls_private_key_file", "tlsPrivateKeyFile", None),
             address=pick("address", "address", "0.0.0.0"),
@@ -173,3 +178,16 @@ def _seconds(value: Any, default: float) -> float:
     from pykubeadm.api._base import parse_duration
 
     return parse_duration(str(value)).total_seconds()
+
+
+def _renewal_window(value: str | None) -> timedelta | None:
+    """--control-plane-cert-renewal-window: a Go duration; empty or 0 is off."""
+    if not value:
+        return None
+    try:
+        window = parse_duration(value)
+    except ValueError as e:
+        raise ValidationError(
+            [f'invalid value "{value}" for --control-plane-cert-renewal-window: {e} (e.g. 2160h for 90 days)']
+        ) from e
+    return window if window > timedelta(0) else None

@@ -49,6 +49,15 @@ class EventRecorder:
         with contextlib.suppress(asyncio.QueueFull):
             self._queue.put_nowait({"involved": involved, "type": kind, "reason": reason, "message": message})
 
+    def record_node(self, kind: str, reason: str, message: str) -> None:
+        """Queue an event on this kubelet's Node (involvedObject uid = the node name, as the kubelet's node events)."""
+        involved = {"kind": "Node", "name": self.node_name, "uid": self.node_name, "apiVersion": "v1"}
+        log.info("event %s node/%s %s: %s", kind, self.node_name, reason, message)
+        with contextlib.suppress(asyncio.QueueFull):
+            self._queue.put_nowait(
+                {"involved": involved, "namespace": "default", "type": kind, "reason": reason, "message": message}
+            )
+
     async def run(self) -> None:
         while True:
             item = await self._queue.get()
@@ -62,7 +71,7 @@ class EventRecorder:
 
     async def _send(self, client: Any, item: dict[str, Any]) -> None:
         inv = item["involved"]
-        ns = inv["namespace"]
+        ns = inv.get("namespace") or item.get("namespace") or "default"
         key = (inv.get("uid", ""), inv.get("fieldPath", ""), item["reason"], item["message"])
         ts = now_time()
         seen = self._seen.get(key)

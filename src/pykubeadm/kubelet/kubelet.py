@@ -28,6 +28,7 @@ from pykubeadm import constants as c
 from pykubeadm.kubelet import runtime
 from pykubeadm.kubelet.api import ClientConfig, KubeClient, SwappableClient
 from pykubeadm.kubelet.certmanager import CertificateManager
+from pykubeadm.kubelet.certrenewal import ControlPlaneCertRenewer
 from pykubeadm.kubelet.certstore import CertPair, PairStore, ensure_self_signed_serving, load_pair
 from pykubeadm.kubelet.config import KubeletSettings
 from pykubeadm.kubelet.containerref import ContainerRef, find_container
@@ -94,6 +95,7 @@ class Kubelet:
         self.events = EventRecorder(lambda: self.client, settings.node_name)
         self.client_manager: CertificateManager | None = None
         self.serving_manager: CertificateManager | None = None
+        self.cert_renewer: ControlPlaneCertRenewer | None = None
         self.client: SwappableClient | None = None
         self._client_ready = asyncio.Event()
         self.agent: NodeAgent | None = None
@@ -210,6 +212,7 @@ class Kubelet:
             self._host(self.s.kubeconfig),
             bootstrapped_kubeconfig(self._host(self.s.bootstrap_kubeconfig), self.s.cert_dir),
         )
+        log.info("bootstrap: client certificate from CSR %s stored, wrote %s", issued.csr_name, self.s.kubeconfig)
         await self._on_client_cert(pair)
 
     # --- the run ----------------------------------------------------------------------------------------------------
@@ -227,6 +230,11 @@ class Kubelet:
                     observer=self.metrics.pod_changed,
                 )
                 self._spawn(self.static_pods.run())
+            if self.s.control_plane_cert_renewal_window is not None:
+                self.cert_renewer = ControlPlaneCertRenewer(
+                    self.layout, self.s.control_plane_cert_renewal_window, self.events.record_node
+                )
+                self._spawn(self.cert_renewer.run())
             if self.s.kubeconfig:
                 await self._start_api_side()
             else:

@@ -194,7 +194,8 @@ def _start(node: LabNode, *args: str) -> forkcli.Child:
 
 def _start_join(node: LabNode, endpoint: str, token: str, ca_hash: str) -> forkcli.Child:
     write_node_files(node, join_config(node, endpoint, token, ca_hash))
-    return _start(node, "join", "--config", str(node.config_file))
+    # --v=1: the join's [discovery] steps as timestamped log lines (lab timeline reads them)
+    return _start(node, "--v=1", "join", "--config", str(node.config_file))
 
 
 Joins = dict[str, tuple[LabNode, "forkcli.Child | Command"]]
@@ -513,7 +514,7 @@ def _join_control_plane(lab_dir: Path, node: LabNode, s: LabSettings, token: str
     write_node_files(node, docs)
     write_ha_patches(node, stacked_etcd=s.datastore == "etcd", joining=True)
     out(f"[lab] Joining {node.name} on {node.address} as a control plane")
-    proc = _start(node, "join", "--config", str(node.config_file))
+    proc = _start(node, "--v=1", "join", "--config", str(node.config_file))
     _wait_joins({node.name: (node, proc)}, out)
     update_load_balancer(lab_dir)
 
@@ -601,7 +602,7 @@ def _join_worker(lab_dir: Path, node: LabNode, first: LabNode, s: LabSettings, o
     lb = load_balancer(lab_dir, s)
     endpoint = lb.endpoint if lb else f"{first.address}:{c.KUBE_APISERVER_PORT}"
     write_node_files(node, join_config(node, endpoint, _token(lab_dir), _ca_hash(lab_dir)))
-    args = ["join", "--config", str(node.config_file)]
+    args = ["--v=1", "join", "--config", str(node.config_file)]  # --v=1: timestamped [discovery] lines (timeline)
     root_args = ["--root-dir", str(node.root), *args]
     forked = Command.request(
         zygote_socket(lab_dir), root_args, node.log_file, forkcli.join_modules(), str(node.root), node.namespaces

@@ -18,17 +18,19 @@ def ours(selection: str) -> set[str]:
 
 
 def test_star_leaves_bootstrap_controllers_off() -> None:
-    assert ours("*") == set(CONTROLLERS) - {"bootstrapsigner", "tokencleaner"}
+    assert ours("*") == set(CONTROLLERS) - {"bootstrapsigner", "tokencleaner", "csrservingapproving"}
 
 
-def test_kubeadm_selection_enables_everything_we_have() -> None:
-    assert ours("*,bootstrapsigner,tokencleaner") == set(CONTROLLERS)
+def test_kubeadm_selection_enables_everything_but_the_opt_in_serving_approver() -> None:
+    assert ours("*,bootstrapsigner,tokencleaner") == set(CONTROLLERS) - {"csrservingapproving"}
+    assert ours("*,bootstrapsigner,tokencleaner,csrservingapproving") == set(CONTROLLERS)
 
 
 def test_exclusions_and_explicit_lists() -> None:
     assert ours("*,-csrsigning,-nodeipam") == set(CONTROLLERS) - {
         "bootstrapsigner",
         "tokencleaner",
+        "csrservingapproving",
         "csrsigning",
         "nodeipam",
     }

@@ -44,6 +44,14 @@ CONTROLLER_ROLES: dict[str, list[dict[str, Any]]] = {
         r(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
         *_EVENTS,
     ],
+    # not in kube: kube-controller-manager's opt-in csrservingapproving controller (kubelet serving CSRs)
+    "kubelet-serving-csr-approver": [
+        r(["get", "list", "watch"], ["certificates.k8s.io"], [_CSR]),
+        r(["update"], ["certificates.k8s.io"], [f"{_CSR}/approval"]),
+        r(["approve"], ["certificates.k8s.io"], ["signers"], ["kubernetes.io/kubelet-serving"]),
+        r(["get", "list", "watch"], [""], ["nodes"]),
+        *_EVENTS,
+    ],
     "clusterrole-aggregation-controller": [
         r(["escalate", "get", "list", "watch", "update", "patch"], [_GROUP], ["clusterroles"])
     ],

@@ -2,8 +2,10 @@
 
 Like kube-apiserver: the container is the `container` query parameter or the Pod's only container; the node is reached
 at its InternalIP (then ExternalIP, Hostname: kubeadm's --kubelet-preferred-address-types) on the kubelet port the Node
-reports, as the client `--kubelet-client-certificate/--kubelet-client-key` (kubeadm's apiserver-kubelet-client); the
-kubelet's serving certificate is not verified (kubeadm sets no --kubelet-certificate-authority). The log streams back
+reports, as the client `--kubelet-client-certificate/--kubelet-client-key` (kubeadm's apiserver-kubelet-client). With
+--kubelet-certificate-authority the kubelet's serving certificate must chain to that CA and name the address dialled
+(a kubelet presenting another node's certificate is refused); without it (kubeadm's default) it is not verified. The
+log streams back
 as text/plain (chunked while following). Redirects from the kubelet are refused, never followed
 (kube-apiserver's PreventRedirects: a node controls its kubelet and its Node addresses).
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -34,10 +37,14 @@ _CLIENT_POLL = 0.5  # how often a following stream checks that its client is sti
 
 
 class KubeletClient:
-    """TLS to kubelets with the API server's kubelet client certificate (none configured: no client certificate)."""
+    """TLS to kubelets with the API server's kubelet client certificate (none configured: no client certificate),
+    verifying the kubelet's certificate and address against `ca` when given (--kubelet-certificate-authority)."""
 
-    def __init__(self, cert: Path | None, key: Path | None):
-        ctx = insecure_client_context()
+    def __init__(self, cert: Path | None, key: Path | None, ca: Path | None = None):
+        if ca is not None:
+            ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=str(ca))
+        else:
+            ctx = insecure_client_context()
         if cert is not None and key is not None:
             ctx.load_cert_chain(str(cert), str(key))
         self.ssl = ctx
