@@ -192,14 +192,17 @@ def init_config(node: LabNode, token: str, datastore: str) -> list[dict[str, Any
         "encryptionAlgorithm": "ECDSA-P256",
         "networking": {"podSubnet": POD_SUBNET, "serviceSubnet": service_subnet(node.address, node.netns)},
     }
-    # Everything of the node listens on the node's own address, so labs (and other programs) never collide.
-    bind = [{"name": "bind-address", "value": node.address}]
+    # A loopback node listens on its own address, so labs (and other programs) never collide; a node with a network
+    # namespace of its own keeps kubeadm's --bind-address=127.0.0.1.
+    bind = [] if node.netns else [{"name": "bind-address", "value": node.address}]
     # $PYKUBEADM_LAB_NODE_MONITOR_GRACE_PERIOD (e.g. 10s): how soon a stopped kubelet's Node turns NotReady (kube: 40s)
     grace = os.environ.get("PYKUBEADM_LAB_NODE_MONITOR_GRACE_PERIOD")
     kcm = bind + ([{"name": "node-monitor-grace-period", "value": grace}] if grace else [])
-    cluster["controllerManager"] = {"extraArgs": kcm}
-    cluster["scheduler"] = {"extraArgs": bind}
-    if datastore == "etcd":
+    if kcm:
+        cluster["controllerManager"] = {"extraArgs": kcm}
+    if bind:
+        cluster["scheduler"] = {"extraArgs": bind}
+    if datastore == "etcd" and not node.netns:  # a node of its own network keeps kubeadm's etcd URLs
         client_url = f"https://{node.address}:{c.ETCD_LISTEN_CLIENT_PORT}"
         cluster["etcd"] = {
             "local": {
@@ -344,10 +347,12 @@ def write_node_files(node: LabNode, docs: list[dict[str, Any]], datastore: str =
     from pykubeadm.lab.clusterconfig import apply_cluster_config  # `lab up --config`: its patches and files
 
     docs = apply_cluster_config(node.state, node.name, node.control_plane, node.root, docs)
-    node.config_file.write_text(LOOPBACK_CONFIG_NOTE + yaml.safe_dump_all(docs, sort_keys=False))
+    note = "" if node.netns else LOOPBACK_CONFIG_NOTE
+    node.config_file.write_text(note + yaml.safe_dump_all(docs, sort_keys=False))
     node.patches_dir.mkdir(parents=True, exist_ok=True)
-    patch = {"address": node.address, "healthzBindAddress": node.address}
-    (node.patches_dir / "kubeletconfiguration+merge.yaml").write_text(yaml.safe_dump(patch))
+    if not node.netns:  # a node with a network of its own keeps the kubelet's default addresses
+        patch = {"address": node.address, "healthzBindAddress": node.address}
+        (node.patches_dir / "kubeletconfiguration+merge.yaml").write_text(yaml.safe_dump(patch))
     if datastore == "etcd" and node.control_plane:
         (node.patches_dir / "etcd.yaml").write_text(yaml.safe_dump(_ETCD_34_PROBES))
 
@@ -385,6 +390,12 @@ def write_ha_patches(node: LabNode, *, stacked_etcd: bool, joining: bool) -> Non
     ip = node.address
     d = node.patches_dir
     d.mkdir(parents=True, exist_ok=True)
+    if node.netns:
+        # A node with a network of its own keeps kubeadm's addresses (127.0.0.1 for the controller-manager, the
+        # scheduler, the kubelet's healthz and the apiserver's own etcd member); only etcd 3.4's probe path differs.
+        if stacked_etcd:
+            (d / "etcd.yaml").write_text(yaml.safe_dump(_ETCD_34_PROBES))
+        return
     targets: dict[str, list[dict[str, Any]]] = {
         "kube-controller-manager": [
             *_flag(_KCM_BIND_INDEX, "bind-address", "127.0.0.1", ip),
