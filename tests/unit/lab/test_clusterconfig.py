@@ -68,7 +68,13 @@ def test_nodes_patches_and_mounts(tmp_path: Path) -> None:
     volumes = {v["name"] for v in cluster["apiServer"]["extraVolumes"]}
     assert volumes == {"pykubeadm-state", "enc"}  # the lab's own SQLite volume is kept
     kubelet = next(d for d in docs if d["kind"] == "KubeletConfiguration")
-    assert kubelet == {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", "maxPods": 50}
+    # The patch is merged into the KubeletConfiguration the lab generates (serverTLSBootstrap for its serving CSRs).
+    assert kubelet == {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "serverTLSBootstrap": True,
+        "maxPods": 50,
+    }
     assert (cp.root / "etc/kubernetes/enc/enc.yaml").read_text() == "kind: EncryptionConfiguration\n"
 
     j1 = apply_cluster_config(state, w1.name, False, w1.root, join_config(w1, "127.0.10.1:6443", "t", "sha256:x"))
