@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import random
 import ssl
 import uuid
@@ -50,15 +51,20 @@ def _ca(config: Obj) -> str:
     return base64.b64decode(raw).decode("ascii", "replace") if raw else ""
 
 
+@functools.lru_cache(maxsize=256)
+def _url_target(url: str, ca_bundle: str, timeout_s: int) -> Target:
+    """The Target of a `clientConfig.url` webhook (parsed once per URL, caBundle and timeout, not on every call)."""
+    query = f"timeout={timeout_s}s"
+    parts = urlsplit(url)
+    full = urlunsplit((parts.scheme, parts.netloc, parts.path, f"{parts.query}&{query}" if parts.query else query, ""))
+    return Target(full, full, parts.hostname or "", _ca({"caBundle": ca_bundle}))
+
+
 async def resolve(source: ObjectSource, config: Obj, timeout_s: int) -> Target:
     """The URL to call: the configured one, or the Service's name as URL and one of its endpoint addresses to reach."""
-    query = f"timeout={timeout_s}s"
     if config.get("url"):
-        parts = urlsplit(config["url"])
-        url = urlunsplit(
-            (parts.scheme, parts.netloc, parts.path, f"{parts.query}&{query}" if parts.query else query, "")
-        )
-        return Target(url, url, parts.hostname or "", _ca(config))
+        return _url_target(config["url"], config.get("caBundle") or "", timeout_s)
+    query = f"timeout={timeout_s}s"
     ref = config.get("service") or {}
     ns, name, port = ref.get("namespace", ""), ref.get("name", ""), int(ref.get("port") or 443)
     path = ref.get("path") or "/"
@@ -115,13 +121,22 @@ def _go_error(err: BaseException, target: Target) -> str:
     return str(err) or type(err).__name__
 
 
+_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
+
+
 class WebhookClient:
-    """One pooled HTTP client for every webhook, with a TLS context per caBundle."""
+    """One HTTP client for every webhook: a connection pool whose kept-alive connections are per endpoint (and TLS
+    context), and one TLS context per caBundle, built on first use. Nothing is set up per call."""
 
     def __init__(self, source: ObjectSource):
         self._source = source
         self._contexts: dict[str, ssl.SSLContext] = {}
         self._session: aiohttp.ClientSession | None = None
+
+    async def close(self) -> None:
+        """Close the pooled connections (the apiserver is stopping)."""
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
 
     def _ssl(self, ca: str) -> ssl.SSLContext:
         ctx = self._contexts.get(ca)
@@ -136,7 +151,10 @@ class WebhookClient:
     @property
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30))
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
+                cookie_jar=aiohttp.DummyCookieJar(),  # kube's client has no cookie jar: nothing to keep per answer
+            )
         return self._session
 
     async def post(self, client_config: Obj, body: bytes, timeout_s: int) -> bytes:
@@ -151,12 +169,7 @@ class WebhookClient:
             async with asyncio.timeout(timeout_s):
                 for attempt in (1, 2):
                     try:
-                        async with self.session.post(
-                            target.connect_url,
-                            data=body,
-                            headers={"Content-Type": "application/json", "Accept": "application/json"},
-                            **kw,
-                        ) as resp:
+                        async with self.session.post(target.connect_url, data=body, headers=_HEADERS, **kw) as resp:
                             data = await resp.read()
                         break
                     except aiohttp.ServerDisconnectedError:
