@@ -6,6 +6,7 @@
 
 Each handler receives the parsed review and returns its `response` (the server copies the request's uid and the
 review's apiVersion/kind around it). Served by a thread pool, so a slow handler does not hold up the others.
+The module uses only the standard library, so a test can also run it inside a Pod (mounted from a ConfigMap).
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ def json_patch(ops: list[dict[str, Any]]) -> dict[str, str]:
 
 
 class WebhookServer:
-    def __init__(self, cert: Path, key: Path, handlers: dict[str, Handler], host: str = "127.0.0.1"):
+    def __init__(
+        self, cert: Path | str, key: Path | str, handlers: dict[str, Handler], host: str = "127.0.0.1", port: int = 0
+    ):
         self.handlers = handlers
         self.requests: list[dict[str, Any]] = []
         self._connections: set[socket.socket] = set()
@@ -77,7 +80,7 @@ class WebhookServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the caller gave up (a timeout test)
 
-        self._server = ThreadingHTTPServer((host, 0), _Req)
+        self._server = ThreadingHTTPServer((host, port), _Req)
         self._server.daemon_threads = True
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(str(cert), str(key))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import random
 import ssl
 import uuid
@@ -16,10 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import aiohttp
-
 from pykubeadm.apiserver.admission.celrequest import request_map
 from pykubeadm.apiserver.admission.interfaces import AdmissionAttributes, Operation
+from pykubeadm.apiserver.admission.webhook.transport import ConnectError, Pool, ProtocolError
 from pykubeadm.apiserver.objects import ObjectSource
 from pykubeadm.util import jsoncodec
 
@@ -44,21 +44,34 @@ class Target:
     server_name: str
     ca_bundle: str
 
+    @functools.cached_property
+    def endpoint(self) -> tuple[bool, str, int, str]:
+        """(TLS?, host, port, path and query) of `connect_url`."""
+        parts = urlsplit(self.connect_url)
+        tls = parts.scheme == "https"
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return tls, parts.hostname or "", parts.port or (443 if tls else 80), path
+
 
 def _ca(config: Obj) -> str:
     raw = config.get("caBundle") or ""
     return base64.b64decode(raw).decode("ascii", "replace") if raw else ""
 
 
+@functools.lru_cache(maxsize=256)
+def _url_target(url: str, ca_bundle: str, timeout_s: int) -> Target:
+    """The Target of a `clientConfig.url` webhook (parsed once per URL, caBundle and timeout, not on every call)."""
+    query = f"timeout={timeout_s}s"
+    parts = urlsplit(url)
+    full = urlunsplit((parts.scheme, parts.netloc, parts.path, f"{parts.query}&{query}" if parts.query else query, ""))
+    return Target(full, full, parts.hostname or "", _ca({"caBundle": ca_bundle}))
+
+
 async def resolve(source: ObjectSource, config: Obj, timeout_s: int) -> Target:
     """The URL to call: the configured one, or the Service's name as URL and one of its endpoint addresses to reach."""
-    query = f"timeout={timeout_s}s"
     if config.get("url"):
-        parts = urlsplit(config["url"])
-        url = urlunsplit(
-            (parts.scheme, parts.netloc, parts.path, f"{parts.query}&{query}" if parts.query else query, "")
-        )
-        return Target(url, url, parts.hostname or "", _ca(config))
+        return _url_target(config["url"], config.get("caBundle") or "", timeout_s)
+    query = f"timeout={timeout_s}s"
     ref = config.get("service") or {}
     ns, name, port = ref.get("namespace", ""), ref.get("name", ""), int(ref.get("port") or 443)
     path = ref.get("path") or "/"
@@ -102,26 +115,43 @@ def _go_error(err: BaseException, target: Target) -> str:
     """The Go net/http error text kube shows for a failed webhook call."""
     if isinstance(err, asyncio.TimeoutError | TimeoutError):
         return "context deadline exceeded"
-    if isinstance(err, aiohttp.ClientConnectorCertificateError):
-        return "tls: failed to verify certificate: x509: certificate signed by unknown authority"
-    if isinstance(err, aiohttp.ClientSSLError):
-        return f"tls: {err.__cause__ or err}"
-    if isinstance(err, aiohttp.ClientConnectorError):
-        parts = urlsplit(target.connect_url)
+    if isinstance(err, ConnectError):
+        cause = err.cause
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return "tls: failed to verify certificate: x509: certificate signed by unknown authority"
+        if isinstance(cause, ssl.SSLError):
+            return f"tls: {cause}"
+        _, host, port, _ = target.endpoint
         reason = (
-            "connection refused" if isinstance(err.os_error, ConnectionRefusedError) else str(err.os_error.strerror)
+            "connection refused"
+            if isinstance(cause, ConnectionRefusedError)
+            else str(getattr(cause, "strerror", None) or cause)
         )
-        return f"dial tcp {parts.hostname}:{parts.port}: connect: {reason}"
+        return f"dial tcp {host}:{port}: connect: {reason}"
+    if isinstance(err, ProtocolError | ConnectionResetError):
+        return "EOF" if str(err) == "EOF" else f"net/http: HTTP/1.x transport connection broken: {err}"
     return str(err) or type(err).__name__
 
 
+_HEADERS = [
+    ("Content-Type", "application/json"),
+    ("Accept", "application/json, */*"),
+    ("User-Agent", "kube-apiserver-admission"),  # as kube-apiserver sends them
+]
+
+
 class WebhookClient:
-    """One pooled HTTP client for every webhook, with a TLS context per caBundle."""
+    """One HTTP client for every webhook: kept-alive connections pooled per endpoint (`transport.Pool`), one TLS
+    context per caBundle, built on first use. Nothing is set up per call."""
 
     def __init__(self, source: ObjectSource):
         self._source = source
         self._contexts: dict[str, ssl.SSLContext] = {}
-        self._session: aiohttp.ClientSession | None = None
+        self._pool = Pool()
+
+    async def close(self) -> None:
+        """Close the kept-alive connections (the apiserver is stopping)."""
+        await self._pool.close()
 
     def _ssl(self, ca: str) -> ssl.SSLContext:
         ctx = self._contexts.get(ca)
@@ -133,45 +163,30 @@ class WebhookClient:
             self._contexts[ca] = ctx
         return ctx
 
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30))
-        return self._session
-
     async def post(self, client_config: Obj, body: bytes, timeout_s: int) -> bytes:
         """POST a review to the webhook of `client_config` and return the answer's body; CallError says
         `Post "<url>": <Go's error text>`."""
         target = await resolve(self._source, client_config, timeout_s)
-        kw: dict[str, Any] = {}
-        if target.connect_url.startswith("https:"):
-            kw["ssl"] = self._ssl(target.ca_bundle)
-            kw["server_hostname"] = target.server_name
+        tls, host, port, path = target.endpoint
         try:
             async with asyncio.timeout(timeout_s):
-                for attempt in (1, 2):
-                    try:
-                        async with self.session.post(
-                            target.connect_url,
-                            data=body,
-                            headers={"Content-Type": "application/json", "Accept": "application/json"},
-                            **kw,
-                        ) as resp:
-                            data = await resp.read()
-                        break
-                    except aiohttp.ServerDisconnectedError:
-                        # A kept-alive connection the server had closed: once more on a new one, as Go's transport
-                        # retries a request that failed on a reused connection.
-                        if attempt == 2:
-                            raise
-        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+                resp = await self._pool.post(
+                    host,
+                    port,
+                    path,
+                    body,
+                    _HEADERS,
+                    tls=self._ssl(target.ca_bundle) if tls else None,
+                    server_name=target.server_name,
+                )
+        except (ConnectError, ProtocolError, OSError, TimeoutError) as e:
             raise CallError(f'Post "{target.url}": {_go_error(e, target)}') from None
         if resp.status >= 300:
-            text = data[:200].decode("utf-8", "replace")
+            text = resp.body[:200].decode("utf-8", "replace")
             raise CallError(
                 f'Post "{target.url}": an error on the server ("{text}") has prevented the request from succeeding'
             )
-        return data
+        return resp.body
 
     async def call(self, hook: Obj, attrs: AdmissionAttributes, *, mutating: bool) -> Obj:
         """The webhook's AdmissionResponse (checked), or CallError."""

@@ -67,6 +67,9 @@ class _Webhooks:
     def handles(self, op: Operation) -> bool:
         return op in (Operation.CREATE, Operation.UPDATE, Operation.DELETE, Operation.CONNECT)
 
+    async def close(self) -> None:
+        await self._client.close()
+
     async def _hooks(self) -> list[tuple[str, Obj]]:
         configs = await self._source.list(self.configs)
         out = []
