@@ -127,6 +127,19 @@ def test_each_node_has_its_own_address_and_hostname(lab: NetnsLab) -> None:
         assert res.returncode == 0 and res.stdout.strip() == node, (node, res.stdout, res.stderr)
 
 
+def test_nodes_keep_kubeadms_bind_addresses_and_no_hostname_override(lab: NetnsLab) -> None:
+    """A node with a network of its own is configured as kubeadm configures a node (issue #41): the controller-manager
+    and scheduler bind kubeadm's 127.0.0.1, and the kubelet gets no --hostname-override (its UTS namespace gives it
+    the node's name)."""
+    cp = Layout(lab.dir / "lab-control-plane")
+    for component in ("kube-controller-manager", "kube-scheduler"):
+        command = yaml.safe_load(cp.manifest(component).read_text())["spec"]["containers"][0]["command"]
+        assert "--bind-address=127.0.0.1" in command, (component, command)
+    for node in NODES:
+        flags = Layout(lab.dir / node).kubelet_env_file.read_text()
+        assert "--hostname-override" not in flags, (node, flags)
+
+
 def test_every_process_of_a_node_runs_in_its_namespaces(lab: NetnsLab) -> None:
     from pykubeadm.phases.reset.processes import node_processes
 
