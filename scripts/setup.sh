@@ -16,12 +16,14 @@ command -v etcdctl >/dev/null 2>&1 || need_apt+=(etcd-client)
 command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need_apt+=(nftables)
 # The fault tests shift the clock of our processes with libfaketime (LD_PRELOAD).
 command -v faketime >/dev/null 2>&1 || need_apt+=(faketime)
+# The sandbox launcher's seccomp RuntimeDefault profile is built with libseccomp.
+[ -e /usr/include/seccomp.h ] || need_apt+=(libseccomp-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "[setup] installing Debian packages: ${need_apt[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >/dev/null
-    apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+    apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
   else
     echo "[setup] WARNING: missing ${need_apt[*]} and not root; some tests will be skipped" >&2
   fi

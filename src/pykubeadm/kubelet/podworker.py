@@ -148,6 +148,7 @@ class PodWorker:
         self.terminating = False
         self.volumes: Any = None
         self.isolated = False
+        self.containment: Any = None  # containment.PodContainment (API Pods)
         self._task: asyncio.Task[None] | None = None
         self._adopted: dict[str, Any] = {}
         self._deadline: asyncio.Task[None] | None = None
@@ -239,6 +240,7 @@ class PodWorker:
             command, args = list(spec.get("command") or []), list(spec.get("args") or [])
         argv = images.container_argv(resolved, command, args)
         workdir = spec.get("workingDir") or None
+        launch = await self._launch(cw, resolved)
         if self.isolated and sandbox_mod is not None:
             own = {str(PurePosixPath(m.container_path)) for m in mounts}
             mounts = [*mounts, *(m for m in self.dns_files if m.container_path not in own)]
@@ -249,7 +251,11 @@ class PodWorker:
                 workdir=workdir or "",
                 hostname=hostname,
                 layout=self.layout,
-                zygote=_forking_zygote(spec, argv),
+                zygote=_forking_zygote(spec, argv) if launch.unconfined else None,
+                root_layer=launch.root_layer,
+                read_only_root=launch.read_only_root,
+                confine=launch.confine,
+                cgroups=launch.cgroups,
             )
             return sandboxed, env, None, []
         mapper = self._mapper(spec, mounts)
@@ -257,6 +263,23 @@ class PodWorker:
         env = {k: mapper.map_value(v) if v.startswith("/") else v for k, v in env.items()}
         cwd = mapper.map_path(workdir) if workdir else None
         return argv, env, cwd if cwd and os.path.isdir(cwd) else None, []
+
+    async def _launch(self, cw: ContainerWorker, resolved: images.ResolvedImage) -> Any:
+        """The containment of the container's next instance (containment.Launch); ContainerConfigError when the
+        container cannot be confined as it asks."""
+        from pykubeadm.kubelet import containment, securitycontext
+
+        _, _, sandbox_mod = _podenv()
+        if self.containment is None:
+            return containment.Launch()
+        image_uid = securitycontext.PAUSE_USER if resolved.kind == "pause" else 0
+        seccomp = self.isolated and sandbox_mod is not None and "seccomp" in sandbox_mod.launcher_features(self.layout)
+        try:
+            launch = await asyncio.to_thread(self.containment.launch, cw.next_id, cw.spec, image_uid, seccomp)
+        except containment.ContainmentError as e:
+            raise ContainerConfigError(str(e)) from e
+        cw.launch = launch
+        return launch
 
     def _mapper(self, spec: dict[str, Any], mounts: list[Any]) -> runtime.PathMapper:
         base = runtime.PathMapper.for_container(self.spec, spec, self.layout)
@@ -293,6 +316,10 @@ class PodWorker:
             and volumes_mod is not None
             and await asyncio.to_thread(sandbox_mod.can_isolate, self.layout)
         )
+        from pykubeadm.kubelet.containment import PodContainment
+
+        self.containment = PodContainment(self.pod, self.pod_dir, self.layout, isolated=self.isolated)
+        await asyncio.to_thread(self.containment.setup)
         if volumes_mod is None:
             return
         self.volumes = volumes_mod.PodVolumes(
@@ -357,6 +384,8 @@ class PodWorker:
         self.changed()
         if self.volumes is not None and self.phase() in ("Succeeded", "Failed"):
             await self.volumes.teardown()  # the Pod is done: its volumes go, as the kubelet unmounts them
+        if self.containment is not None and self.phase() in ("Succeeded", "Failed"):
+            await asyncio.to_thread(self.containment.teardown)
 
     async def _refresh_volumes(self) -> None:
         """ConfigMap, Secret, downward API and token volumes follow their sources (the kubelet's periodic sync)."""
@@ -386,7 +415,7 @@ class PodWorker:
                 cw.proc, proc = proc, None
                 cw.claim_ports()  # adopted: its ports are its own again
                 if cw.proc.returncode is None and cw.pid and self.isolated:
-                    cw.enter_prefix = self._enter(cw.pid)
+                    cw.enter_prefix = self._enter(cw)
                 code, ran = await cw.wait_exit()
             else:
                 argv = await cw.prepare()
@@ -394,7 +423,7 @@ class PodWorker:
                     await asyncio.sleep(pull.next_delay(0) or pull.initial)
                     continue
                 if self.isolated and cw.pid:
-                    cw.enter_prefix = self._enter(cw.pid)
+                    cw.enter_prefix = self._enter(cw)
                 code, ran = await cw.wait_exit()
             if self.terminating or self.failed:
                 return code == 0
@@ -411,9 +440,21 @@ class PodWorker:
                 )
                 await asyncio.sleep(delay)
 
-    def _enter(self, pid: int) -> list[str]:
+    def _enter(self, cw: ContainerWorker) -> list[str]:
+        """The prefix that runs a command in the running container, confined as it is (exec, probes, preStop)."""
         _, _, sandbox_mod = _podenv()
-        return list(sandbox_mod.enter_argv(pid)) if sandbox_mod is not None else []
+        if sandbox_mod is None or cw.pid is None:
+            return []
+        launch = cw.launch
+        if launch is None or launch.unconfined:
+            return list(sandbox_mod.enter_argv(cw.pid))
+        return list(sandbox_mod.enter_argv(cw.pid, launch.confine, launch.cgroups, self.layout))
+
+    def container_exited(self, cw: ContainerWorker) -> bool:
+        """The container's instance has ended: whether the OOM killer ended it (its cgroup is removed)."""
+        if self.containment is None:
+            return False
+        return bool(self.containment.exited(cw.container_id))
 
     async def _active_deadline(self, seconds: float) -> None:
         import datetime as dt
@@ -462,6 +503,8 @@ class PodWorker:
         if self.volumes is not None:
             with contextlib.suppress(Exception):
                 await self.volumes.teardown()
+        if self.containment is not None:
+            await asyncio.to_thread(self.containment.teardown)
         self.changed()
 
     async def stop(self) -> None:

@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path, PurePosixPath
 
 from pykubeadm.kubelet.native import NativeBuildError, native_binary
@@ -31,6 +32,7 @@ __all__ = [
     "can_isolate",
     "cri_log_path",
     "enter_argv",
+    "launcher_features",
     "launcher_path",
     "pause_path",
     "sandboxed_argv",
@@ -108,6 +110,18 @@ def _depth(path: str) -> int:
     return len(PurePosixPath(path).parts)
 
 
+@cache
+def launcher_features(layout: Layout | None = None) -> frozenset[str]:
+    """What the launcher was built with (`pod-sandbox -V`): "seccomp" when libseccomp was there."""
+    try:
+        res = subprocess.run(
+            [str(launcher_path(layout)), "-V"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (NativeBuildError, OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    return frozenset(res.stdout.split())
+
+
 def sandboxed_argv(
     argv: Sequence[str],
     mounts: Sequence[Mount],
@@ -117,6 +131,10 @@ def sandboxed_argv(
     layout: Layout | None = None,
     private_root: bool = False,
     zygote: Path | None = None,
+    root_layer: Path | None = None,
+    read_only_root: bool = False,
+    confine: Sequence[str] = (),
+    cgroups: Sequence[str] = (),
 ) -> list[str]:
     """`argv` prefixed so that it runs as PID 1 of new mount/PID/UTS namespaces with `mounts` bind-mounted.
 
@@ -127,10 +145,23 @@ def sandboxed_argv(
     /dev, /sys, /run or /tmp where that is a mount, stay shared); without it, writes outside volumes reach the host
     as with Nomad's raw_exec. With `zygote` (the socket of the lab's kubelet zygote) the program, a built-in
     component, is forked by the zygote into the namespaces instead of exec'd there (kubelet.zygote).
+
+    A container's own root: `root_layer` (a directory kept across its restarts) holds the writable upper layer over
+    the host's root; `read_only_root` makes the root read-only instead (readOnlyRootFilesystem). Either hardens the
+    container (the host's other mounts read-only, a fresh /dev, masked /proc). `confine` are the launcher's identity
+    and privilege options (`securitycontext.Confinement.launcher_args()`), `cgroups` the container's cgroup.procs
+    files.
     """
     out = [str(launcher_path(layout))]
-    if private_root:
+    if read_only_root:
+        out.append("-o")
+    elif root_layer is not None:
+        out += ["-l", str(root_layer)]
+    elif private_root:
         out.append("-p")
+    out += confine
+    for procs in cgroups:
+        out += ["-C", procs]
     if len(hostname) > _HOSTNAME_MAX:  # the kubelet's GeneratePodHostNameAndDomain
         hostname = hostname[:_HOSTNAME_MAX].rstrip("-.")
     if hostname:
@@ -146,9 +177,18 @@ def sandboxed_argv(
     return [*out, "--", *argv]
 
 
-def enter_argv(pid: int) -> list[str]:
-    """An nsenter prefix running a command inside the container started as `pid` (the launcher's or the program's
-    pid): its mount, UTS and PID namespaces, root and working directory (`kubectl exec`)."""
+def enter_argv(
+    pid: int, confine: Sequence[str] | None = None, cgroups: Sequence[str] = (), layout: Layout | None = None
+) -> list[str]:
+    """A prefix running a command inside the container started as `pid` (the launcher's or the program's pid): its
+    mount, UTS and PID namespaces, root and working directory (`kubectl exec`). With `confine` (the container's
+    launcher options) and `cgroups`, the launcher enters it and the command runs confined as the container is;
+    without, nsenter enters it as root."""
+    if confine is not None:
+        out = [str(launcher_path(layout)), *confine]
+        for procs in cgroups:
+            out += ["-C", procs]
+        return [*out, "-e", str(pid), "--"]
     ns = f"/proc/{pid}/ns"
     pid_ns = "--pid"
     try:
