@@ -21,6 +21,7 @@ import pytest
 from pykubeadm.kubelet import sandbox
 from pykubeadm.kubelet.crilog import parse_line
 from pykubeadm.kubelet.podworker import ContainerWorker, PodWorker
+from pykubeadm.kubelet.resourcemetrics import container_targets, render_resource_metrics
 from pykubeadm.layout import Layout
 
 pytestmark = [
@@ -218,6 +219,12 @@ async def test_cpu_limit_holds_a_busy_loop_near_its_share(run_pod: RunPod) -> No
     used = pod.containment.usage(cw.container_id)[0] - first
     share = used / (time.monotonic() - t0)
     assert 0.02 < share < 0.3, share
+    # /metrics/resource reads the same cgroup
+    body = render_resource_metrics(container_targets([pod])).decode()
+    [sample] = [line for line in body.splitlines() if line.startswith("container_cpu_usage_seconds_total{")]
+    assert 'container="spin"' in sample
+    reported = float(sample.split()[1])
+    assert first + used <= reported <= pod.containment.usage(cw.container_id)[0]
 
 
 async def test_without_isolation_confining_pods_are_refused(run_pod: RunPod, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -238,3 +245,39 @@ async def test_without_isolation_confining_pods_are_refused(run_pod: RunPod, mon
     assert "cannot be isolated" in message
     assert "containers[mem].resources.limits.memory" in mem.state["waiting"]["message"]
     assert output(free).strip() == "ran"  # asking for nothing, it runs as the kubelet does
+
+
+async def test_fs_group_owns_the_volumes_and_is_among_the_groups(run_pod: RunPod) -> None:
+    script = "id -G; stat -c %g /data; touch /data/f && stat -c %g /data/f"
+    pod = await run_pod(
+        "fsgroup",
+        [container("c", script, volumeMounts=[{"name": "data", "mountPath": "/data"}])],
+        securityContext={"runAsUser": 1000, "fsGroup": 2000, "fsGroupChangePolicy": "OnRootMismatch"},
+        volumes=[{"name": "data", "emptyDir": {}}],
+    )
+    [cw] = pod.containers
+    groups, volume_gid, file_gid = output(cw).split("\n")[:3]
+    assert "2000" in groups.split()
+    assert (volume_gid, file_gid) == ("2000", "2000")  # setgid: what the container makes stays the group's
+
+
+async def test_exec_runs_confined_as_the_container(run_pod: RunPod) -> None:
+    pod = await run_pod(
+        "exec",
+        [
+            container(
+                "c",
+                "while :; do sleep 1; done",
+                securityContext={"runAsUser": 1000, "capabilities": {"drop": ["ALL"]}},
+                volumeMounts=[{"name": "data", "mountPath": "/data"}],
+            )
+        ],
+        wait=False,
+        volumes=[{"name": "data", "emptyDir": {}}],
+    )
+    [cw] = pod.containers
+    await wait_for(lambda: "running" in cw.state and cw.enter_prefix, 30, "the running container")
+    code = await cw.exec_in(["sh", "-c", "id -u > /data/out; grep -E '^CapBnd:' /proc/self/status >> /data/out"])
+    assert code == 0
+    volume = Layout.pod_volume_dir(pod.pod_dir, "kubernetes.io~empty-dir", "data")
+    assert (volume / "out").read_text().split() == ["1000", "CapBnd:", "0000000000000000"]

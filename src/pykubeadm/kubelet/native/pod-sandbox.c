@@ -493,7 +493,12 @@ static int enter(char **prog) {
     join_cgroups();
     for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "/proc/%d/ns/%s", (int)cf.enter, names[i]);
-        if ((fds[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0) fail("open", path);
+        /* pid_for_children is ENOENT until the container's PID 1 exists: a launcher just started is still mounting */
+        for (int tries = 0; (fds[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0 && errno == ENOENT && tries < 500; tries++) {
+            if (kill(cf.enter, 0) < 0) break;
+            usleep(10000);
+        }
+        if (fds[i] < 0) fail("open", path);
     }
     snprintf(path, sizeof path, "/proc/%d/root", (int)cf.enter);
     int root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
