@@ -38,8 +38,9 @@
  *   -u UID -g GID -G GID,GID...   the identity the program runs as (supplementary groups replace the launcher's).
  *   -c MASK  the capabilities (hex bit mask) left in the bounding, permitted, effective and inheritable sets.
  *   -N       no_new_privs (allowPrivilegeEscalation: false).   -S  the default seccomp filter (RuntimeDefault).
- *   -C FILE  a cgroup.procs file the launcher moves itself into before anything else (repeatable: one per cgroup v1
- *            hierarchy), so the program and all it starts are charged to the container's cgroup.
+ *   -C FILE  a cgroup.procs file the program is moved into just before exec (repeatable: one per cgroup v1
+ *            hierarchy), so it and all it starts are charged to the container's cgroup; the launcher's own setup is
+ *            not (a BestEffort container's 2 CPU shares would starve it on a busy node).
  *   -e PID   instead of starting a container, enter the one launched as PID (its mount, UTS and PID namespaces, its
  *            root and working directory, the cgroups given with -C) and run the program there with the identity,
  *            capabilities, no_new_privs and seccomp filter given (kubectl exec, exec probes).
@@ -410,12 +411,20 @@ static void mask_proc(void) {
     }
 }
 
+static int cgroup_fds[MAX_CGROUPS];
+
+/* Open the container's cgroup.procs files while the host's /sys is still writable here (before the new root). */
+static void open_cgroups(void) {
+    for (int i = 0; i < cf.ncgroups; i++) {
+        if ((cgroup_fds[i] = open(cf.cgroups[i], O_WRONLY | O_CLOEXEC)) < 0) fail("open", cf.cgroups[i]);
+    }
+}
+
 /* Move this process into the container's cgroups (its children follow). */
 static void join_cgroups(void) {
     for (int i = 0; i < cf.ncgroups; i++) {
-        int fd = open(cf.cgroups[i], O_WRONLY | O_CLOEXEC);
-        if (fd < 0 || write(fd, "0", 1) != 1) fail("join cgroup", cf.cgroups[i]);
-        close(fd);
+        if (write(cgroup_fds[i], "0", 1) != 1) fail("join cgroup", cf.cgroups[i]);
+        close(cgroup_fds[i]);
     }
 }
 
@@ -490,7 +499,7 @@ static int enter(char **prog) {
     char path[64];
     const char *names[] = {"uts", "pid_for_children", "mnt"};
     int types[] = {CLONE_NEWUTS, CLONE_NEWPID, CLONE_NEWNS}, fds[3];
-    join_cgroups();
+    open_cgroups();
     for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "/proc/%d/ns/%s", (int)cf.enter, names[i]);
         /* pid_for_children is ENOENT until the container's PID 1 exists: a launcher just started is still mounting */
@@ -518,6 +527,7 @@ static int enter(char **prog) {
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        join_cgroups();
         apply_identity();
         execvp(prog[0], prog);
         fprintf(stderr, "pod-sandbox: exec: \"%s\": %s\n", prog[0], strerror(errno));
@@ -759,7 +769,7 @@ int main(int argc, char **argv) {
         zygote = NULL;
         goto wait_program;
     }
-    join_cgroups();
+    open_cgroups();
     int zfd = zygote ? zygote_connect(zygote) : -1; /* before the mounts change what the path resolves to */
     if (zfd >= 0 && zygote_request(zfd, prog, workdir ? workdir : "/") < 0) {
         close(zfd);
@@ -821,6 +831,7 @@ int main(int argc, char **argv) {
         if (cf.harden && !cf.privileged && !cf.unmasked) mask_proc();
         for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
         sigprocmask(SIG_SETMASK, &old, NULL);
+        join_cgroups(); /* the program only: the launcher's setup is not charged to (nor throttled by) its limits */
         apply_identity();
         execvp(prog[0], prog);
         fprintf(stderr, "pod-sandbox: exec: \"%s\": %s\n", prog[0], strerror(errno));
