@@ -9,7 +9,12 @@ decision `sandbox.can_isolate` makes for a kubelet that is not root) the same Po
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -227,24 +232,85 @@ async def test_cpu_limit_holds_a_busy_loop_near_its_share(run_pod: RunPod) -> No
     assert first + used <= reported <= pod.containment.usage(cw.container_id)[0]
 
 
-async def test_without_isolation_confining_pods_are_refused(run_pod: RunPod, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "can_isolate", lambda layout=None: False)  # a kubelet that is not root
-    pod = await run_pod(
-        "refused",
-        [
-            container("ids", "id", securityContext={"runAsUser": 1000, "readOnlyRootFilesystem": True}),
-            container("mem", "true", resources={"limits": {"memory": "32Mi"}}),
-            container("free", "echo ran"),
-        ],
-    )
-    ids, mem, free = pod.containers
-    assert ids.state["waiting"]["reason"] == "CreateContainerConfigError"
-    message = ids.state["waiting"]["message"]
-    assert "containers[ids].securityContext.runAsUser" in message
-    assert "containers[ids].securityContext.readOnlyRootFilesystem" in message
-    assert "cannot be isolated" in message
-    assert "containers[mem].resources.limits.memory" in mem.state["waiting"]["message"]
-    assert output(free).strip() == "ran"  # asking for nothing, it runs as the kubelet does
+_AS_NOBODY = """
+import asyncio, json, sys, uuid
+from pathlib import Path
+from pykubeadm.kubelet.podworker import PodWorker
+from pykubeadm.layout import Layout
+
+async def main() -> None:
+    uid = str(uuid.uuid4())
+    pod = {"metadata": {"name": "refused", "namespace": "default", "uid": uid}, "spec": json.loads(sys.argv[2])}
+    worker = PodWorker(pod, uid=uid, node_name="n1", pod_ip="127.0.0.1", layout=Layout(Path(sys.argv[1])), source="api")
+    worker.start()
+    def done(cw):
+        return "terminated" in cw.state or (cw.state.get("waiting") or {}).get("reason") == "CreateContainerConfigError"
+    for _ in range(600):
+        if all(done(cw) for cw in worker.containers):
+            break
+        await asyncio.sleep(0.05)
+    out = {cw.name: [cw.state, cw.log_path().read_text() if cw.log_path().exists() else ""] for cw in worker.containers}
+    await worker.terminate(grace=0)
+    print(json.dumps(out))
+
+asyncio.run(main())
+"""
+
+
+def test_a_kubelet_that_is_not_root_refuses_pods_asking_for_confinement(tmp_path: Path) -> None:
+    """The pod worker run as `nobody` (a --root-dir kubelet without namespaces): the same Pods are refused, naming
+    the fields; a Pod asking for nothing runs as the kubelet's user."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("needs setpriv (util-linux) to run as nobody")
+    root = Path(tempfile.mkdtemp(prefix="pykubeadm-nobody-"))
+    try:
+        os.chown(root, 65534, 65534)
+        spec = {
+            "restartPolicy": "Never",
+            "containers": [
+                container("ids", "id", securityContext={"runAsUser": 1000, "readOnlyRootFilesystem": True}),
+                container("nonroot", "id", securityContext={"runAsNonRoot": True}),
+                container("mem", "true", resources={"limits": {"memory": "32Mi"}}),
+                container("free", "id -u"),
+            ],
+        }
+        res = subprocess.run(
+            [
+                setpriv,
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                sys.executable,
+                "-c",
+                _AS_NOBODY,
+                str(root / "node"),
+                json.dumps(spec),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert res.returncode == 0, res.stderr[-2000:]
+        out = json.loads(res.stdout.splitlines()[-1])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    for name, fields in (
+        (
+            "ids",
+            ["containers[ids].securityContext.runAsUser", "containers[ids].securityContext.readOnlyRootFilesystem"],
+        ),
+        ("nonroot", ["containers[nonroot].securityContext.runAsNonRoot"]),
+        ("mem", ["containers[mem].resources.limits.memory"]),
+    ):
+        waiting = out[name][0]["waiting"]
+        assert waiting["reason"] == "CreateContainerConfigError"
+        assert all(f in waiting["message"] for f in fields), waiting["message"]
+        assert "cannot be isolated" in waiting["message"]
+    state, log = out["free"]
+    assert state["terminated"]["exitCode"] == 0
+    assert "65534" in log  # it ran, as the kubelet's user: nothing pretended to confine it
 
 
 async def test_fs_group_owns_the_volumes_and_is_among_the_groups(run_pod: RunPod) -> None:
