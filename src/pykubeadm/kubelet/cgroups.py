@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ _V1_CONTROLLERS = ("cpu", "cpuacct", "memory", "pids", "devices")
 _PERIOD_US = 100_000  # the kubelet's CFS period
 _MIN_SHARES, _MAX_SHARES = 2, 262_144
 _MIN_QUOTA_US = 1000
+_REMOVE_WAIT = 5.0  # seconds reset waits for killed containers to leave their cgroups
 #: runc's default device rules (what a container that is not privileged may use).
 _DEVICE_RULES = (
     "c *:* m",
@@ -248,10 +250,10 @@ class PodCgroup:
 class NodeCgroups:
     """The node's cgroup root and its QoS cgroups (`kubepods`, `kubepods/burstable`, `kubepods/besteffort`)."""
 
-    def __init__(self, root: _Dir) -> None:
+    def __init__(self, root: _Dir, *, own_root: bool) -> None:
         self.root = root
         self.kubepods = root.child("kubepods")
-        self._qos_ready = False
+        self._own_root = own_root  # the root directory is ours (a node's name), not the kubelet's own cgroup
 
     @property
     def v2(self) -> bool:
@@ -279,17 +281,39 @@ class NodeCgroups:
             root = _Dir({k: (p / name if name else p) for k, p in dirs.items()}, False)
         if not all(os.access(p.parent if name else p, os.W_OK) for p in root.dirs.values()):
             return None
-        return cls(root)
+        return cls(root, own_root=bool(name))
 
     def ensure_qos(self) -> None:
-        """Make the node's QoS cgroups (once): BestEffort gets the minimum CPU shares, as the kubelet sets it."""
-        if self._qos_ready:
-            return
+        """Make the node's QoS cgroups where missing: BestEffort gets the minimum CPU shares, as the kubelet sets it."""
         self.root.make()
         self.kubepods.make()
         self.kubepods.child("burstable").make()
         self.kubepods.child("besteffort").make(_limits(Resources(), self.v2))
-        self._qos_ready = True
+
+    def prune(self) -> None:
+        """Remove the QoS cgroups and the node's root once no Pod is left in them (a busy one stays)."""
+        dirs = [self.kubepods.child("burstable"), self.kubepods.child("besteffort"), self.kubepods]
+        for node in [*dirs, self.root] if self._own_root else dirs:
+            for path in node.dirs.values():
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+
+    def remove_all(self) -> None:
+        """Remove every Pod and container cgroup of the node and its QoS cgroups (reset, once their processes were
+        killed: a PID namespace's last processes may take a moment to go); a cgroup still busy after that stays."""
+        deadline = time.monotonic() + _REMOVE_WAIT
+        while True:
+            busy = False
+            for path in self.kubepods.dirs.values():
+                for dirpath, _, _ in sorted(os.walk(path), key=lambda w: -len(w[0])):  # deepest first
+                    try:
+                        os.rmdir(dirpath)
+                    except OSError:
+                        busy = True
+            if not busy or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        self.prune()
 
     def pod(self, uid: str, qos: str) -> PodCgroup:
         return PodCgroup(self, uid, qos)

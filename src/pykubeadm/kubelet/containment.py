@@ -83,7 +83,8 @@ class PodContainment:
         if self.cgroup is None:
             return
         try:
-            self.cgroup.create(self.pod.get("spec") or {})
+            with _node_lock:  # not while another Pod's teardown prunes the QoS cgroups
+                self.cgroup.create(self.pod.get("spec") or {})
         except OSError as e:
             log.warning("pod cgroup cannot be made, limits will be refused: %s", e)
             self.cgroup = None
@@ -139,6 +140,9 @@ class PodContainment:
         return self.cgroup.container(container_id).usage()
 
     def teardown(self) -> None:
+        """Remove the Pod's cgroup, and the node's QoS cgroups when it was the last Pod (blocking)."""
         if self.cgroup is not None:
             with contextlib.suppress(OSError):
                 self.cgroup.remove()
+            with _node_lock:
+                self.cgroup.node.prune()

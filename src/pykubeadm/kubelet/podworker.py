@@ -8,7 +8,9 @@ restarted kubelet). Restart back-off follows the kubelet: the first restart is i
 Waiting (ErrImagePull, then ImagePullBackOff) with a message, and the Pod Pending; nothing crashes. Sandboxed API
 Pods get the kubelet's resolv.conf and managed hosts file (`dnsconfig`) bind-mounted at /etc/resolv.conf and
 /etc/hosts; every container gets PYKUBEADM_POD_IP (the Pod's IP: the node's address) and its ports claimed on the
-node (`ports`): a port another Pod's running container holds leaves it Waiting (CreateContainerError).
+node (`ports`): a port another Pod's running container holds leaves it Waiting (CreateContainerError). What confines an
+API Pod's containers (own root layer, securityContext, cgroups; refusal where that cannot be honoured) is its
+`containment.PodContainment`.
 """
 
 from __future__ import annotations

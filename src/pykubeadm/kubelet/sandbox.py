@@ -5,10 +5,12 @@ The pod worker asks `can_isolate()` once; where it is true (root, namespaces usa
 mount+PID+UTS, makes every mount private, bind-mounts each `Mount` at its container path (read-only where asked;
 missing mount points are made inside the namespace only, over a private overlay, so the host sees no new directory),
 sets the hostname to the Pod's name, and forks the program as PID 1 with its own /proc in `workingDir`. The launcher
-stays the program's parent: signals sent to it are forwarded, and it exits with the program's status. Where isolation
-is not available the pod worker runs the program directly and maps paths instead (`runtime.PathMapper`).
-`enter_argv(pid)` is the nsenter prefix for `kubectl exec` into a running container; `pause_path()` is the native pause,
-`cri_log_path()` the native CRI log writer.
+stays the program's parent: signals sent to it are forwarded, and it exits with the program's status. API Pods also
+get their own root (a writable layer over the host's root, or a read-only root), their identity, capabilities,
+no_new_privs, seccomp filter and cgroups (`containment` decides, the launcher applies). Where isolation is not
+available the pod worker runs the program directly and maps paths instead (`runtime.PathMapper`).
+`enter_argv(pid, ...)` is the prefix for `kubectl exec` into a running container (through the launcher, confined as
+the container); `pause_path()` is the native pause, `cri_log_path()` the native CRI log writer.
 """
 
 from __future__ import annotations

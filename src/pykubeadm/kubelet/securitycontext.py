@@ -127,7 +127,14 @@ class Confinement:
     @property
     def unconfined(self) -> bool:
         """Nothing beyond the namespaces and the root layer: the process keeps root and every capability."""
-        return self.privileged and self.uid is None and self.gid is None and not self.groups and not self.seccomp
+        return (
+            self.privileged
+            and self.uid is None
+            and self.gid is None
+            and not self.groups
+            and not self.seccomp
+            and not self.no_new_privs
+        )
 
 
 def _cap_mask(names: Any, field: str) -> int:

@@ -347,3 +347,27 @@ async def test_exec_runs_confined_as_the_container(run_pod: RunPod) -> None:
     assert code == 0
     volume = Layout.pod_volume_dir(pod.pod_dir, "kubernetes.io~empty-dir", "data")
     assert (volume / "out").read_text().split() == ["1000", "CapBnd:", "0000000000000000"]
+
+
+async def test_reset_removes_the_cgroups_of_pods_whose_kubelet_is_gone(tmp_path: Path) -> None:
+    from pykubeadm.kubelet.containment import node_cgroups
+
+    layout = Layout(tmp_path / "node")
+    uid = str(uuid.uuid4())
+    pod = {
+        "metadata": {"name": "left", "namespace": "default", "uid": uid},
+        "spec": {"containers": [container("c", "while :; do sleep 1; done", resources={"limits": {"cpu": "1"}})]},
+    }
+    worker = PodWorker(pod, uid=uid, node_name="n1", pod_ip="127.0.0.1", layout=layout, source="api")
+    worker.start()
+    [cw] = worker.containers
+    await wait_for(lambda: "running" in cw.state, 30, "the container")
+    cgroups = node_cgroups(layout)
+    assert cgroups is not None
+    pod_dirs = [p / "burstable" / f"pod{uid}" for p in cgroups.kubepods.dirs.values()]
+    assert all(p.is_dir() for p in pod_dirs)
+    await worker.detach()  # the kubelet is gone; reset stops what it left, then removes the cgroups
+    cw.proc.kill_all()
+    await asyncio.wait_for(cw.proc.wait(), 10)
+    cgroups.remove_all()
+    assert not any(p.exists() for p in cgroups.root.dirs.values())

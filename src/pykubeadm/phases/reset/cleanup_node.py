@@ -150,6 +150,11 @@ def _remove_containers(data: ResetData) -> None:
         stopped += stop_processes(pids)
     if stopped:
         log.info("[reset] Stopped processes of this node: %s", stopped)
+    from pykubeadm.kubelet.containment import node_cgroups
+
+    cgroups = node_cgroups(data.layout)  # the built-in runtime's Pod cgroups, now empty
+    if cgroups is not None:
+        cgroups.remove_all()
 
 
 # --- files ----------------------------------------------------------------------------------------------------------
