@@ -1,6 +1,11 @@
 """100 pause Pods on one lab worker: create → Ready per Pod (p50/p99), delete → all gone, and the worker kubelet's CPU
 and RSS at steady state (100 Pods running). Prints JSON.
 
+`container_setup` is what a container's own root layer and cgroups cost per container start (as root): the time until
+the program runs with the sandbox launcher in namespaces only, against the same with the writable layer, a confined
+identity and the container's cgroups made and joined as the pod worker does (containment.PodContainment); the
+teardown at exit (the overlay's unmount) is reported apart, being off the start path.
+
 Targets on a 2-core machine: create→Ready p99 <= 2 s, delete→gone <= 3 s, kubelet CPU <= 2 % of a core, RSS <= 100 MB.
 Run: .venv/bin/python benchmarks/pods.py [--pods 100] [--steady 30]
 """
@@ -11,6 +16,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -150,12 +156,67 @@ def run(n: int, steady: float) -> dict[str, Any]:
             _pykubeadm("lab", "down", "--dir", str(lab_dir))
 
 
+def _launch_ms(argv: list[str]) -> tuple[float, float]:
+    """(ms until the program runs, ms until it has exited and the container is torn down); the program is `date`."""
+    t = time.time_ns()
+    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    return (int(out) - t) / 1e6, (time.time_ns() - t) / 1e6
+
+
+def container_setup(samples: int) -> dict[str, Any] | None:
+    """Per container start: launcher with namespaces only vs with the root layer, confinement and cgroups (ms)."""
+    from pykubeadm.kubelet import sandbox
+    from pykubeadm.kubelet.containment import PodContainment
+    from pykubeadm.layout import Layout
+
+    if not sandbox.can_isolate():
+        return None
+    date = [shutil.which("date") or "/bin/date", "+%s%N"]
+    with tempfile.TemporaryDirectory(prefix="setup-bench-") as tmp:
+        layout = Layout(Path(tmp) / "node")
+        spec = {"name": "c", "image": "busybox", "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}}}
+        pod = {"metadata": {"name": "b", "namespace": "default", "uid": "bench"}, "spec": {"containers": [spec]}}
+        containment = PodContainment(pod, layout.pod_dir("bench"), layout, isolated=True)
+        containment.setup()
+        plain, confined, ended, python_side = [], [], [], []
+        try:
+            for i in range(samples):
+                plain.append(_launch_ms(sandbox.sandboxed_argv(date, [], hostname="b"))[0])
+                t = time.perf_counter()
+                launch = containment.launch(f"{i:064x}", spec, 0, False)
+                argv = sandbox.sandboxed_argv(
+                    date, [], hostname="b", root_layer=launch.root_layer, confine=launch.confine, cgroups=launch.cgroups
+                )
+                made = (time.perf_counter() - t) * 1000
+                started, done = _launch_ms(argv)
+                t = time.perf_counter()
+                containment.exited(f"{i:064x}")
+                python_side.append(made + (time.perf_counter() - t) * 1000)
+                confined.append(made + started)
+                ended.append(done)
+        finally:
+            containment.teardown()
+    return {
+        "samples": samples,
+        "start_namespaces_only_p50_ms": round(statistics.median(plain), 2),
+        "start_layer_confinement_cgroups_p50_ms": round(statistics.median(confined), 2),
+        "start_layer_confinement_cgroups_p99_ms": round(_pct(confined, 0.99), 2),
+        "overhead_per_start_p50_ms": round(statistics.median(confined) - statistics.median(plain), 2),
+        "cgroups_make_and_remove_p50_ms": round(statistics.median(python_side), 2),
+        "run_to_teardown_confined_p50_ms": round(statistics.median(ended), 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pods", type=int, default=100)
     parser.add_argument("--steady", type=float, default=30.0)
+    parser.add_argument("--setup-samples", type=int, default=50)
     args = parser.parse_args()
-    print(json.dumps(run(args.pods, args.steady), indent=2))
+    out = {"container_setup": container_setup(args.setup_samples)}
+    if args.pods:
+        out.update(run(args.pods, args.steady))
+    print(json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -445,3 +446,44 @@ def test_run_with_a_tty_gives_the_container_a_terminal(lab: Lab) -> None:
     assert res.returncode == 0, res.stderr
     assert "got hello on a tty" in res.stdout  # the container's terminal (kubectl's own input is none: no -t there)
     wait_for(lambda: pod_json(lab, "askt") is None, 60, "the pod to be removed")
+
+
+def test_security_context_and_limits_are_honoured_as_the_issue_tried_them(lab: Lab) -> None:
+    """The four Pods a new user tried: runAsUser/runAsGroup, runAsNonRoot, a memory limit, readOnlyRootFilesystem;
+    and a plain Pod's write to /etc stays in its own layer."""
+    host_file = "/etc/pykubeadm-e2e-x"
+    sc_pods = [
+        simple_pod("ids", "busybox", ["sh", "-c", "id"], restartPolicy="Never",
+                   securityContext={"runAsUser": 1000, "runAsGroup": 3000}),
+        simple_pod("nonroot", "busybox", ["sh", "-c", "id"], restartPolicy="Never",
+                   securityContext={"runAsNonRoot": True}),
+        simple_pod("hog", "python:3", ["python3", "-c", "b = b'x' * (200 << 20)"], restartPolicy="Never",
+                   container={"resources": {"limits": {"memory": "32Mi"}}}),
+        simple_pod("rofs", "busybox", ["sh", "-c", "touch /etc/x"], restartPolicy="Never",
+                   container={"securityContext": {"readOnlyRootFilesystem": True}}),
+        simple_pod("writes", "busybox", ["sh", "-c", f"touch {host_file} && ls {host_file}"], restartPolicy="Never"),
+    ]  # fmt: skip
+    for pod in sc_pods:
+        apply(lab, pod)
+
+    def phase(name: str) -> str:
+        return str(((pod_json(lab, name) or {}).get("status") or {}).get("phase") or "")
+
+    wait_for(lambda: all(phase(p) in ("Succeeded", "Failed") for p in ("ids", "hog", "rofs", "writes")), 90, "ends")
+    assert re.match(r"uid=1000(\(\S+\))? gid=3000", lab.kubectl("logs", "ids").stdout), "not uid=1000 gid=3000"
+    waiting = wait_for(lambda: container_status(lab, "nonroot").get("state", {}).get("waiting"), 60, "refusal")
+    uid = pod_json(lab, "nonroot")["metadata"]["uid"]  # type: ignore[index]
+    assert waiting == {
+        "reason": "CreateContainerConfigError",
+        "message": f'container has runAsNonRoot and image will run as root (pod: "nonroot_default({uid})", container: '
+        "nonroot)",
+    }
+    assert "CreateContainerConfigError" in lab.kubectl("get", "pod", "nonroot", "--no-headers").stdout
+    hog = container_status(lab, "hog")["state"]["terminated"]
+    assert (hog["reason"], hog["exitCode"]) == ("OOMKilled", 137)
+    assert "OOMKilled" in lab.kubectl("get", "pod", "hog", "--no-headers").stdout
+    assert "Read-only file system" in lab.kubectl("logs", "rofs").stdout
+    assert container_status(lab, "rofs")["state"]["terminated"]["exitCode"] == 1
+    assert lab.kubectl("logs", "writes").stdout.strip() == host_file  # written inside
+    assert not os.path.lexists(host_file)  # and never on the host
+    lab.kubectl("delete", "pod", "ids", "nonroot", "hog", "rofs", "writes", "--wait=false")

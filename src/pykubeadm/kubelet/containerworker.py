@@ -68,6 +68,8 @@ class ContainerWorker:
     cwd: str | None = None
     enter_prefix: list[str] = field(default_factory=list)
     restart_pending: bool = False
+    next_id: str = ""  # the container ID the next instance will have (its cgroup is named after it)
+    launch: Any = None  # containment.Launch of the running instance: how exec enters it confined
     _kill_reason: str | None = None
     _pull_failures: int = 0
 
@@ -119,6 +121,8 @@ class ContainerWorker:
             "backoff": self.backoff.current,
             "restartPending": self.restart_pending,
         }
+        if self.launch is not None:
+            data["launch"] = {"confine": self.launch.confine, "cgroups": self.launch.cgroups}
         tmp = self.dir / "state.json.tmp"
         tmp.write_text(json.dumps(data))
         tmp.replace(self.dir / "state.json")
@@ -137,6 +141,10 @@ class ContainerWorker:
         self.container_id = data.get("containerID") or ""
         self.backoff.current = float(data.get("backoff") or 0)
         self.restart_pending = bool(data.get("restartPending"))
+        if isinstance(data.get("launch"), dict):
+            from pykubeadm.kubelet.containment import Launch
+
+            self.launch = Launch(confine=list(data["launch"]["confine"]), cgroups=list(data["launch"]["cgroups"]))
         if "running" in self.state and self.container_id:
             return ShimProcess.adopt(self.dir / self.container_id)
         return None
@@ -191,6 +199,7 @@ class ContainerWorker:
                 self._wait("ImagePullBackOff", f'Back-off pulling image "{image}": ErrImagePull: {e.message}')
             return None
         self._pull_failures = 0
+        self.next_id = secrets.token_hex(32)
         try:
             argv, env, cwd, prefix = await pod.container_process(self, resolved)
         except ContainerConfigError as e:
@@ -211,7 +220,8 @@ class ContainerWorker:
             self._event("Warning", "Failed", f"Error: {conflict}")
             self._wait("CreateContainerError", conflict)
             return False
-        self.container_id = secrets.token_hex(32)
+        self.container_id = self.next_id or secrets.token_hex(32)
+        self.next_id = ""
         self._kill_reason = None
         try:
             if pod.persistent:
@@ -259,9 +269,13 @@ class ContainerWorker:
                     await probes
         ran_for = loop.time() - started_mono
         self.ready = self.started = False
+        oom = await asyncio.to_thread(self.pod.container_exited, self)
+        if oom:
+            limit = ((self.spec.get("resources") or {}).get("limits") or {}).get("memory", "")
+            self._event("Warning", "OOMKilling", f"Memory cgroup out of memory: container {self.name} (limit {limit})")
         terminated: dict[str, Any] = {
             "exitCode": code,
-            "reason": "Completed" if code == 0 else "Error",
+            "reason": "OOMKilled" if oom else "Completed" if code == 0 else "Error",
             "startedAt": self.state.get("running", {}).get("startedAt", _now()),
             "finishedAt": _now(),
             "containerID": f"pykubeadm://{self.container_id}",

@@ -153,7 +153,13 @@ class PodManager:
         try:
             sandbox.pause_path(self.layout)
             sandbox.cri_log_path(self.layout)
-            sandbox.can_isolate(self.layout)
+            if not sandbox.can_isolate(self.layout):
+                log.warning(
+                    "containers on node %s cannot be isolated (the kubelet is not root or mount/PID namespaces are "
+                    "refused): they run as the kubelet's user on the node's file system, and Pods whose "
+                    "securityContext or resource limits ask for confinement are refused (CreateContainerConfigError)",
+                    self.node_name,
+                )
         except Exception as e:
             log.warning("preparing the native pause and sandbox programs: %s", e)
 

@@ -11,7 +11,9 @@ Pods get the kubelet's resolv.conf and managed hosts file (`dnsconfig`) bind-mou
 another Pod's running container holds leaves it Waiting (CreateContainerError). With the node's CNI network
 (`podnetwork`), a sandboxed Pod without hostNetwork gets a network namespace of its own first (status.podIP is the
 address CNI gave it; only its hostPorts are the node's), once the network is ready: until then it waits, as the
-kubelet does ("network is not ready", event NetworkNotReady). Its attachment is released when the Pod ends.
+kubelet does ("network is not ready", event NetworkNotReady). Its attachment is released when the Pod ends. What
+confines an API Pod's containers (own root layer, securityContext, cgroups; refusal where that cannot be honoured) is its
+`containment.PodContainment`.
 """
 
 from __future__ import annotations
@@ -159,6 +161,7 @@ class PodWorker:
         self.pod_ips = [pod_ip] if self.network is None else []  # an own address comes with the attachment
         if self.network is not None:
             self.pod_ip = ""
+        self.containment: Any = None  # containment.PodContainment (API Pods)
         self._task: asyncio.Task[None] | None = None
         self._adopted: dict[str, Any] = {}
         self._deadline: asyncio.Task[None] | None = None
@@ -250,6 +253,7 @@ class PodWorker:
             command, args = list(spec.get("command") or []), list(spec.get("args") or [])
         argv = images.container_argv(resolved, command, args)
         workdir = spec.get("workingDir") or None
+        launch = await self._launch(cw, resolved)
         if self.isolated and sandbox_mod is not None:
             own = {str(PurePosixPath(m.container_path)) for m in mounts}
             mounts = [*mounts, *(m for m in self.dns_files if m.container_path not in own)]
@@ -260,8 +264,12 @@ class PodWorker:
                 workdir=workdir or "",
                 hostname=hostname,
                 layout=self.layout,
-                zygote=_forking_zygote(spec, argv),
+                zygote=_forking_zygote(spec, argv) if launch.unconfined else None,
                 netns=self.netns,
+                root_layer=launch.root_layer,
+                read_only_root=launch.read_only_root,
+                confine=launch.confine,
+                cgroups=launch.cgroups,
             )
             return sandboxed, env, None, []
         mapper = self._mapper(spec, mounts)
@@ -269,6 +277,23 @@ class PodWorker:
         env = {k: mapper.map_value(v) if v.startswith("/") else v for k, v in env.items()}
         cwd = mapper.map_path(workdir) if workdir else None
         return argv, env, cwd if cwd and os.path.isdir(cwd) else None, []
+
+    async def _launch(self, cw: ContainerWorker, resolved: images.ResolvedImage) -> Any:
+        """The containment of the container's next instance (containment.Launch); ContainerConfigError when the
+        container cannot be confined as it asks."""
+        from pykubeadm.kubelet import containment, securitycontext
+
+        _, _, sandbox_mod = _podenv()
+        if self.containment is None:
+            return containment.Launch()
+        image_uid = securitycontext.PAUSE_USER if resolved.kind == "pause" else 0
+        seccomp = self.isolated and sandbox_mod is not None and "seccomp" in sandbox_mod.launcher_features(self.layout)
+        try:
+            launch = await asyncio.to_thread(self.containment.launch, cw.next_id, cw.spec, image_uid, seccomp)
+        except containment.ContainmentError as e:
+            raise ContainerConfigError(str(e)) from e
+        cw.launch = launch
+        return launch
 
     def _mapper(self, spec: dict[str, Any], mounts: list[Any]) -> runtime.PathMapper:
         base = runtime.PathMapper.for_container(self.spec, spec, self.layout)
@@ -310,6 +335,10 @@ class PodWorker:
             self.pod_ip, self.pod_ips = self.host_ip, [self.host_ip]
         if self.network is not None and self.phase() not in ("Succeeded", "Failed"):  # (ended before a restart)
             await self._setup_network(self.network)
+        from pykubeadm.kubelet.containment import PodContainment
+
+        self.containment = PodContainment(self.pod, self.pod_dir, self.layout, isolated=self.isolated)
+        await asyncio.to_thread(self.containment.setup)
         if volumes_mod is None:
             return
         self.volumes = volumes_mod.PodVolumes(
@@ -413,6 +442,8 @@ class PodWorker:
         if self.phase() in ("Succeeded", "Failed"):
             if self.volumes is not None:
                 await self.volumes.teardown()  # the Pod is done: its volumes go, as the kubelet unmounts them
+            if self.containment is not None:
+                await asyncio.to_thread(self.containment.teardown)
             await self.release_network()  # and its sandbox, with its address
 
     async def _refresh_volumes(self) -> None:
@@ -443,7 +474,7 @@ class PodWorker:
                 cw.proc, proc = proc, None
                 cw.claim_ports()  # adopted: its ports are its own again
                 if cw.proc.returncode is None and cw.pid and self.isolated:
-                    cw.enter_prefix = self._enter(cw.pid)
+                    cw.enter_prefix = self._enter(cw)
                 code, ran = await cw.wait_exit()
             else:
                 argv = await cw.prepare()
@@ -451,7 +482,7 @@ class PodWorker:
                     await asyncio.sleep(pull.next_delay(0) or pull.initial)
                     continue
                 if self.isolated and cw.pid:
-                    cw.enter_prefix = self._enter(cw.pid)
+                    cw.enter_prefix = self._enter(cw)
                 code, ran = await cw.wait_exit()
             if self.terminating or self.failed:
                 return code == 0
@@ -468,9 +499,21 @@ class PodWorker:
                 )
                 await asyncio.sleep(delay)
 
-    def _enter(self, pid: int) -> list[str]:
+    def _enter(self, cw: ContainerWorker) -> list[str]:
+        """The prefix that runs a command in the running container, confined as it is (exec, probes, preStop)."""
         _, _, sandbox_mod = _podenv()
-        return list(sandbox_mod.enter_argv(pid)) if sandbox_mod is not None else []
+        if sandbox_mod is None or cw.pid is None:
+            return []
+        launch = cw.launch
+        if launch is None or launch.unconfined:
+            return list(sandbox_mod.enter_argv(cw.pid))
+        return list(sandbox_mod.enter_argv(cw.pid, launch.confine, launch.cgroups, self.layout))
+
+    def container_exited(self, cw: ContainerWorker) -> bool:
+        """The container's instance has ended: whether the OOM killer ended it (its cgroup is removed)."""
+        if self.containment is None:
+            return False
+        return bool(self.containment.exited(cw.container_id))
 
     async def _active_deadline(self, seconds: float) -> None:
         import datetime as dt
@@ -519,6 +562,8 @@ class PodWorker:
         if self.volumes is not None:
             with contextlib.suppress(Exception):
                 await self.volumes.teardown()
+        if self.containment is not None:
+            await asyncio.to_thread(self.containment.teardown)
         await self.release_network()
         self.changed()
 

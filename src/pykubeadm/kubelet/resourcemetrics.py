@@ -1,4 +1,4 @@
-"""The kubelet's /metrics/resource: CPU and memory of the node, each Pod and each container, measured from /proc.
+"""The kubelet's /metrics/resource: CPU and memory of the node, each Pod and each container, from cgroups and /proc.
 
 kube's resource metrics collector (pkg/kubelet/metrics/collectors/resource_metrics.go) with its names and labels:
 node_cpu_usage_seconds_total, node_memory_working_set_bytes, node_swap_usage_bytes, container_cpu_usage_seconds_total
@@ -6,13 +6,14 @@ node_cpu_usage_seconds_total, node_memory_working_set_bytes, node_swap_usage_byt
 pod_cpu_usage_seconds_total / pod_memory_working_set_bytes {namespace, pod}, resource_scrape_error and the older
 scrape_error; every sample carries the time it was measured, as kube's do.
 
-Our containers are processes, so a container is its main process and every descendant (and, for a sandboxed
-container, every process in its PID namespace: a program the lab's zygote forked into it is not the launcher's
-descendant, kubelet.zygote): CPU time is their user +
-system time plus that of their reaped children (what a cgroup's cpuacct counts), the working set their resident
-memory, the start time the main process's. One scrape lists /proc once and reads each process's `stat` once; the node
-comes from /proc/stat and /proc/meminfo (working set = used memory less inactive file pages, as cAdvisor computes it
-for the root cgroup). A process that exits during the scrape simply stops counting.
+A container with a cgroup of its own (the built-in runtime's containment) is measured there, as cAdvisor does: the
+cgroup's CPU usage and its memory usage less inactive file pages. Otherwise a container is its main process and every
+descendant (and, for a sandboxed container, every process in its PID namespace: a program the lab's zygote forked into
+it is not the launcher's descendant, kubelet.zygote): CPU time is their user + system time plus that of their reaped
+children (what a cgroup's cpuacct counts), the working set their resident memory. The start time is the main
+process's. One scrape lists /proc once and reads each process's `stat` once; the node comes from /proc/stat and
+/proc/meminfo (working set = used memory less inactive file pages, as cAdvisor computes it for the root cgroup). A
+process that exits during the scrape simply stops counting.
 """
 
 from __future__ import annotations
@@ -46,18 +47,27 @@ _POD_LABELS = ("namespace", "pod")
 
 @dataclass(frozen=True)
 class ContainerTarget:
-    """A running container to measure: its labels and its main process."""
+    """A running container to measure: its labels, its main process and, where it has a cgroup, the reader of its
+    (CPU seconds, working-set bytes) there."""
 
     container: str
     namespace: str
     pod: str
     pid: int
+    cgroup_usage: Callable[[], tuple[float, int] | None] | None = None
+
+
+def _cgroup_reader(worker: Any, container_id: str) -> Callable[[], tuple[float, int] | None] | None:
+    containment = getattr(worker, "containment", None)
+    if containment is None or containment.cgroup is None:
+        return None
+    return lambda: containment.usage(container_id)
 
 
 def container_targets(workers: Iterable[Any]) -> list[ContainerTarget]:
     """The running containers (init containers too) of the kubelet's PodWorkers."""
     return [
-        ContainerTarget(ct.name, w.namespace, w.full_name, ct.pid)
+        ContainerTarget(ct.name, w.namespace, w.full_name, ct.pid, _cgroup_reader(w, ct.container_id))
         for w in workers
         for ct in w.all_containers()
         if ct.pid is not None
@@ -228,6 +238,10 @@ class ResourceMetricsCollector(Collector):
             ticks = sum(p.cpu_ticks for p in tree)
             pages = sum(p.rss_pages for p in tree)
             cpu, rss = ticks / _TICKS, float(pages * _PAGE)
+            measured = t.cgroup_usage() if t.cgroup_usage is not None else None
+            if measured is not None:  # the container's cgroup counts what its processes counted, and what they left
+                cpu, rss = measured[0], float(measured[1])
+                ticks, pages = round(cpu * _TICKS), measured[1] // _PAGE
             ct_cpu.add_metric(labels, cpu, timestamp=now)
             ct_mem.add_metric(labels, rss, timestamp=now)
             ct_start.add_metric(labels, boot + tree[0].start_ticks / _TICKS, timestamp=now)

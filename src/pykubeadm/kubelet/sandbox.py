@@ -5,10 +5,12 @@ The pod worker asks `can_isolate()` once; where it is true (root, namespaces usa
 mount+PID+UTS, makes every mount private, bind-mounts each `Mount` at its container path (read-only where asked;
 missing mount points are made inside the namespace only, over a private overlay, so the host sees no new directory),
 sets the hostname to the Pod's name, joins the Pod's network namespace where it has one, and forks the program as PID 1 with its own /proc in `workingDir`. The launcher
-stays the program's parent: signals sent to it are forwarded, and it exits with the program's status. Where isolation
-is not available the pod worker runs the program directly and maps paths instead (`runtime.PathMapper`).
-`enter_argv(pid)` is the nsenter prefix for `kubectl exec` into a running container; `pause_path()` is the native pause,
-`cri_log_path()` the native CRI log writer.
+stays the program's parent: signals sent to it are forwarded, and it exits with the program's status. API Pods also
+get their own root (a writable layer over the host's root, or a read-only root), their identity, capabilities,
+no_new_privs, seccomp filter and cgroups (`containment` decides, the launcher applies). Where isolation is not
+available the pod worker runs the program directly and maps paths instead (`runtime.PathMapper`).
+`enter_argv(pid, ...)` is the prefix for `kubectl exec` into a running container (through the launcher, confined as
+the container); `pause_path()` is the native pause, `cri_log_path()` the native CRI log writer.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path, PurePosixPath
 
 from pykubeadm.kubelet.native import NativeBuildError, native_binary
@@ -31,6 +34,7 @@ __all__ = [
     "can_isolate",
     "cri_log_path",
     "enter_argv",
+    "launcher_features",
     "launcher_path",
     "pause_path",
     "sandboxed_argv",
@@ -108,6 +112,18 @@ def _depth(path: str) -> int:
     return len(PurePosixPath(path).parts)
 
 
+@cache
+def launcher_features(layout: Layout | None = None) -> frozenset[str]:
+    """What the launcher was built with (`pod-sandbox -V`): "seccomp" when libseccomp was there."""
+    try:
+        res = subprocess.run(
+            [str(launcher_path(layout)), "-V"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (NativeBuildError, OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    return frozenset(res.stdout.split())
+
+
 def sandboxed_argv(
     argv: Sequence[str],
     mounts: Sequence[Mount],
@@ -118,6 +134,10 @@ def sandboxed_argv(
     private_root: bool = False,
     zygote: Path | None = None,
     netns: Path | None = None,
+    root_layer: Path | None = None,
+    read_only_root: bool = False,
+    confine: Sequence[str] = (),
+    cgroups: Sequence[str] = (),
 ) -> list[str]:
     """`argv` prefixed so that it runs as PID 1 of new mount/PID/UTS namespaces with `mounts` bind-mounted.
 
@@ -129,10 +149,23 @@ def sandboxed_argv(
     as with Nomad's raw_exec. With `zygote` (the socket of the lab's kubelet zygote) the program, a built-in
     component, is forked by the zygote into the namespaces instead of exec'd there (kubelet.zygote). With `netns`
     (the Pod's network namespace file, kubelet.podnetwork) the program runs in the Pod's network, else the node's.
+
+    A container's own root: `root_layer` (a directory kept across its restarts) holds the writable upper layer over
+    the host's root; `read_only_root` makes the root read-only instead (readOnlyRootFilesystem). Either hardens the
+    container (the host's other mounts read-only, a fresh /dev, masked /proc). `confine` are the launcher's identity
+    and privilege options (`securitycontext.Confinement.launcher_args()`), `cgroups` the container's cgroup.procs
+    files.
     """
     out = [str(launcher_path(layout))]
-    if private_root:
+    if read_only_root:
+        out.append("-o")
+    elif root_layer is not None:
+        out += ["-l", str(root_layer)]
+    elif private_root:
         out.append("-p")
+    out += confine
+    for procs in cgroups:
+        out += ["-C", procs]
     if len(hostname) > _HOSTNAME_MAX:  # the kubelet's GeneratePodHostNameAndDomain
         hostname = hostname[:_HOSTNAME_MAX].rstrip("-.")
     if hostname:
@@ -150,9 +183,18 @@ def sandboxed_argv(
     return [*out, "--", *argv]
 
 
-def enter_argv(pid: int) -> list[str]:
-    """An nsenter prefix running a command inside the container started as `pid` (the launcher's or the program's
-    pid): its mount, UTS, network and PID namespaces, root and working directory (`kubectl exec`)."""
+def enter_argv(
+    pid: int, confine: Sequence[str] | None = None, cgroups: Sequence[str] = (), layout: Layout | None = None
+) -> list[str]:
+    """A prefix running a command inside the container started as `pid` (the launcher's or the program's pid): its
+    mount, UTS, network and PID namespaces, root and working directory (`kubectl exec`). With `confine` (the
+    container's launcher options) and `cgroups`, the launcher enters it and the command runs confined as the
+    container is; without, nsenter enters it as root."""
+    if confine is not None:
+        out = [str(launcher_path(layout)), *confine]
+        for procs in cgroups:
+            out += ["-C", procs]
+        return [*out, "-e", str(pid), "--"]
     ns = f"/proc/{pid}/ns"
     pid_ns = "--pid"
     try:

@@ -36,6 +36,7 @@ from typing import Any
 from pykubeadm.kubelet import runtime
 from pykubeadm.kubelet.api import ApiError
 from pykubeadm.kubelet.envvars import EnvError, ObjectCache, expand, field_value, node_allocatable, resource_value
+from pykubeadm.kubelet.volumeownership import set_volume_ownership
 from pykubeadm.layout import Layout
 
 __all__ = ["PLUGIN_DIRS", "Mount", "PodVolumes", "VolumeError", "write_atomic"]
@@ -331,6 +332,14 @@ class PodVolumes:
                     write_atomic(self.volume_dir(volume), payload)
             else:
                 raise VolumeError("FailedMount", self._failed(volume, f"volume type {kind!r} is not supported here"))
+            pod_sc = self._spec.get("securityContext") or {}
+            if kind != "hostPath" and pod_sc.get("fsGroup") is not None and os.geteuid() == 0:
+                set_volume_ownership(
+                    self.volume_dir(volume),
+                    int(pod_sc["fsGroup"]),
+                    read_only=kind in _API_DATA,
+                    policy=str(pod_sc.get("fsGroupChangePolicy") or "Always"),
+                )
         except (EnvError, ValueError, OSError) as e:
             raise VolumeError("FailedMount", self._failed(volume, str(e))) from e
 

@@ -24,6 +24,9 @@ __all__ = ["NATIVE_PROGRAMS", "NativeBuildError", "binary_name", "build", "nativ
 #: Program name → C source file in this directory.
 NATIVE_PROGRAMS = {"pause": "pause.c", "pod-sandbox": "pod-sandbox.c", "cri-log": "cri-log.c"}
 
+#: Optional libraries a program is built with when present: (extra compiler flags) tried in order, the last none.
+_OPTIONAL_LIBS = {"pod-sandbox": (("-DHAVE_SECCOMP", "-lseccomp"),)}  # Debian: libseccomp-dev
+
 _SOURCE_DIR = Path(__file__).resolve().parent
 #: Where scripts/setup.sh puts the binaries (git-ignored).
 PACKAGE_BUILD_DIR = _SOURCE_DIR / "build"
@@ -36,9 +39,11 @@ class NativeBuildError(RuntimeError):
 
 @cache
 def binary_name(program: str) -> str:
-    """`pause-<12 hex of the source's sha256>`: changes whenever the source does."""
+    """`pause-<12 hex of the sha256 of the source and its build options>`: changes whenever the source does."""
     source = _SOURCE_DIR / NATIVE_PROGRAMS[program]
-    return f"{program}-{hashlib.sha256(source.read_bytes()).hexdigest()[:12]}"
+    digest = hashlib.sha256(source.read_bytes())
+    digest.update(repr(_OPTIONAL_LIBS.get(program, ())).encode())  # how it is built is part of what it is
+    return f"{program}-{digest.hexdigest()[:12]}"
 
 
 def _compiler() -> str | None:
@@ -65,9 +70,16 @@ def build(program: str, out_dir: Path) -> Path:
     os.close(fd)
     try:
         errors = ""
-        for link in (("-static",), ()):  # static is smaller in memory (no ld.so, no libc mapping)
+        variants = [
+            (*link, *libs)
+            for libs in (*_OPTIONAL_LIBS.get(program, ()), ())
+            for link in (("-static",), ())  # static is smaller in memory (no ld.so, no libc mapping)
+        ]
+        for flags in variants:
+            libs = [f for f in flags if f.startswith("-l")]
+            opts = [f for f in flags if not f.startswith("-l")]
             res = subprocess.run(
-                [cc, *_CFLAGS, *link, "-o", tmp, str(source)], capture_output=True, text=True, check=False
+                [cc, *_CFLAGS, *opts, "-o", tmp, str(source), *libs], capture_output=True, text=True, check=False
             )
             if res.returncode == 0:
                 break

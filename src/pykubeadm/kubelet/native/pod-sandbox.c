@@ -28,8 +28,30 @@
  * it as with an exec'd program), forwards signals to the program and exits with its status; it kills the program if
  * the zygote's child is gone first, and the zygote's child kills it when the launcher is. If the zygote cannot be
  * reached or answers no pid within ZYGOTE_PID_TIMEOUT seconds, the launcher unshares the PID namespace, forks and
- * execs the program itself. Written for pykubeadm (pykubeadm.kubelet.sandbox); built by scripts/setup.sh or on first
- * use.
+ * execs the program itself.
+ *
+ * Confinement (what a Pod's securityContext and resources ask for; the kubelet decides, the launcher applies):
+ *   -l DIR   the container's own root: the host's root as the read-only lower layer of an overlay whose upper layer
+ *            is DIR/upper (work dir DIR/work), kept on disk across restarts of the container; implies the hardening
+ *            below. -o instead: a read-only root (mount points for volumes are made in a private layer in memory,
+ *            then the root is remounted read-only: EROFS outside volumes).
+ *            Hardening: the host's other mounts are carried read-only; /dev is a fresh tmpfs with the standard
+ *            devices, a private devpts and /dev/shm; /proc has runc's masked and read-only paths (not with -M,
+ *            procMount Unmasked). -P (privileged) keeps the host's /dev and a writable /sys, masks nothing.
+ *   -u UID -g GID -G GID,GID...   the identity the program runs as (supplementary groups replace the launcher's).
+ *   -c MASK  the capabilities (hex bit mask) left in the bounding, permitted, effective and inheritable sets.
+ *   -N       no_new_privs (allowPrivilegeEscalation: false).   -S  the default seccomp filter (RuntimeDefault).
+ *   -C FILE  a cgroup.procs file the program is moved into just before exec (repeatable: one per cgroup v1
+ *            hierarchy), so it and all it starts are charged to the container's cgroup; the launcher's own setup is
+ *            not (a BestEffort container's 2 CPU shares would starve it on a busy node).
+ *   -e PID   instead of starting a container, enter the one launched as PID (its mount, UTS and PID namespaces, its
+ *            root and working directory, the cgroups given with -C) and run the program there with the identity,
+ *            capabilities, no_new_privs and seccomp filter given (kubectl exec, exec probes).
+ *   -V       print the features built in ("seccomp") and exit.
+ * Identity is applied last, in the program's process just before exec: seccomp (while still privileged), then
+ * no_new_privs, the bounding set, groups, gid, uid (keeping capabilities), the capability sets. Namespaces to join
+ * or make are gathered in `struct confine` too, so another one (a network namespace by path) is one more field.
+ * Written for pykubeadm (pykubeadm.kubelet.sandbox); built by scripts/setup.sh or on first use.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -49,7 +71,13 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <sys/sysmacros.h>
+#include <grp.h>
+#include <linux/capability.h>
 #include <unistd.h>
+#ifdef HAVE_SECCOMP
+#include <seccomp.h>
+#endif
 
 #ifndef OPEN_TREE_CLONE
 #define OPEN_TREE_CLONE 1
@@ -66,6 +94,17 @@
 #ifndef SYS_move_mount
 #define SYS_move_mount 429
 #endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#ifndef AT_EMPTY_PATH
+#define AT_EMPTY_PATH 0x1000
+#endif
+#define ATTR_RDONLY 0x00000001 /* MOUNT_ATTR_RDONLY: <linux/mount.h> clashes with <sys/mount.h> */
+
+struct attr { /* struct mount_attr */
+    unsigned long long attr_set, attr_clr, propagation, userns_fd;
+};
 
 #define MAX_MOUNTS 256
 #define EXIT_SETUP 127
@@ -85,6 +124,31 @@ static char *covered[MAX_MOUNTS * 2];
 static int ncovered;
 static pid_t child_pid;
 static volatile pid_t forked_pid; /* the program, when the zygote forked it (-z) */
+
+#define MAX_CGROUPS 16
+#define MAX_GROUPS 64
+
+/* What the container is confined by (see the header); all off by default. */
+struct confine {
+    const char *layer;    /* -l: the writable layer's directory */
+    int root_ro;          /* -o */
+    int harden;           /* -l or -o: the host's mounts read-only, a fresh /dev, masked /proc */
+    int privileged;       /* -P */
+    int unmasked;         /* -M */
+    int nnp;              /* -N */
+    int seccomp;          /* -S */
+    int set_caps;         /* -c */
+    unsigned long long caps;
+    int set_uid, set_gid, set_groups;
+    uid_t uid;
+    gid_t gid;
+    gid_t groups[MAX_GROUPS];
+    int ngroups;
+    const char *cgroups[MAX_CGROUPS]; /* -C */
+    int ncgroups;
+    pid_t enter;          /* -e */
+};
+static struct confine cf;
 
 static void fail(const char *what, const char *path) {
     fprintf(stderr, "pod-sandbox: %s %s: %s\n", what, path ? path : "", strerror(errno));
@@ -156,6 +220,18 @@ static void mount_scratch(void) {
     scratch_mounted = 1;
 }
 
+/* Hardening: whether the host's mount at `path` (a detached clone `fd`) is carried into the container, and how: /proc
+ * stays (a fresh one is mounted over it), /dev only when privileged (else a fresh one is made), /sys writable only
+ * when privileged, everything else read-only. */
+static int host_mount_kept(const char *path, int fd) {
+    if (strcmp(path, "/proc") == 0) return 1;
+    if (is_under(path, "/dev") && !cf.privileged) return 0;
+    if (is_under(path, "/dev") || (is_under(path, "/sys") && cf.privileged)) return 1;
+    struct attr a = {.attr_set = ATTR_RDONLY};
+    if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0) fail("read-only", path);
+    return 1;
+}
+
 /* Cover directory `dir` with an overlay whose upper layer is private, keeping the mounts below it. */
 static void overlay(const char *dir) {
     char *subs[MAX_MOUNTS];
@@ -166,17 +242,22 @@ static void overlay(const char *dir) {
     }
     mount_scratch();
     int seq = ++scratch_seq;
-    char upper[64], work[64], root[64], opts[PATH_MAX + 160], target[PATH_MAX];
-    snprintf(upper, sizeof upper, "%s/u%d", scratch, seq);
-    snprintf(work, sizeof work, "%s/w%d", scratch, seq);
+    int new_root = strcmp(dir, "/") == 0;
+    char upper[PATH_MAX], work[PATH_MAX], root[64], opts[3 * PATH_MAX + 64], target[PATH_MAX];
+    if (new_root && cf.layer) { /* the container's writable layer, on disk: kept across its restarts */
+        snprintf(upper, sizeof upper, "%s/upper", cf.layer);
+        snprintf(work, sizeof work, "%s/work", cf.layer);
+    } else {
+        snprintf(upper, sizeof upper, "%s/u%d", scratch, seq);
+        snprintf(work, sizeof work, "%s/w%d", scratch, seq);
+    }
     snprintf(root, sizeof root, "%s/r%d", scratch, seq);
-    if (mkdir(upper, 0755) < 0 || mkdir(work, 0700) < 0) fail("mkdir", upper);
-    if (strchr(dir, ',') || strchr(dir, ':')) {
+    if ((mkdir(upper, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0700) < 0 && errno != EEXIST)) fail("mkdir", upper);
+    if (strchr(dir, ',') || strchr(dir, ':') || strchr(upper, ',') || strchr(upper, ':')) {
         errno = EINVAL;
-        fail("cannot overlay a path with ',' or ':'", dir);
+        fail("cannot overlay a path with ',' or ':'", strchr(dir, ',') || strchr(dir, ':') ? dir : upper);
     }
     snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s,workdir=%s", dir, upper, work);
-    int new_root = strcmp(dir, "/") == 0;
     const char *at = dir;
     if (new_root) {
         if (mkdir(root, 0755) < 0) fail("mkdir", root);
@@ -184,6 +265,10 @@ static void overlay(const char *dir) {
     }
     if (mount("overlay", at, "overlay", 0, opts) < 0) fail("mount overlay on", dir);
     for (int i = 0; i < n; i++) {
+        if (fds[i] >= 0 && new_root && cf.harden && !host_mount_kept(subs[i], fds[i])) {
+            close(fds[i]);
+            fds[i] = -1;
+        }
         if (fds[i] >= 0) {
             snprintf(target, sizeof target, "%s%s", new_root ? root : "", subs[i]);
             if (syscall(SYS_move_mount, fds[i], "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
@@ -274,6 +359,206 @@ static void bind_mount(const struct bind *b) {
         if (mount(NULL, b->dst, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, NULL) < 0) fail("remount ro", b->dst);
     }
     add_covered(b->dst);
+}
+
+/* A fresh /dev (hardening, not privileged): a tmpfs with the devices runc gives every container, a private devpts
+ * instance, /dev/shm, and the /proc/self/fd links. The host's other devices are not there. */
+static void make_dev(void) {
+    static const struct {
+        const char *name;
+        unsigned maj, min;
+    } devs[] = {{"null", 1, 3}, {"zero", 1, 5}, {"full", 1, 7}, {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}};
+    if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=65536k") < 0) fail("mount", "/dev");
+    mode_t old = umask(0);
+    char path[64];
+    for (unsigned i = 0; i < sizeof devs / sizeof devs[0]; i++) {
+        snprintf(path, sizeof path, "/dev/%s", devs[i].name);
+        if (mknod(path, S_IFCHR | 0666, makedev(devs[i].maj, devs[i].min)) < 0) fail("mknod", path);
+    }
+    if (mkdir("/dev/pts", 0755) < 0 || mkdir("/dev/shm", 01777) < 0) fail("mkdir", "/dev/pts");
+    if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5") < 0) {
+        fail("mount", "/dev/pts");
+    }
+    if (mount("shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=65536k") < 0) {
+        fail("mount", "/dev/shm");
+    }
+    umask(old);
+    const char *links[][2] = {{"pts/ptmx", "/dev/ptmx"},     {"/proc/self/fd", "/dev/fd"},
+                              {"/proc/self/fd/0", "/dev/stdin"}, {"/proc/self/fd/1", "/dev/stdout"},
+                              {"/proc/self/fd/2", "/dev/stderr"}};
+    for (unsigned i = 0; i < sizeof links / sizeof links[0]; i++) {
+        if (symlink(links[i][0], links[i][1]) < 0) fail("symlink", links[i][1]);
+    }
+    add_covered("/dev");
+}
+
+/* runc's default masked and read-only paths over a fresh /proc (procMount: Default). */
+static void mask_proc(void) {
+    static const char *masked[] = {"/proc/acpi",       "/proc/asound",      "/proc/kcore",  "/proc/keys",
+                                   "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+                                   "/proc/sched_debug", "/proc/scsi",        "/sys/firmware", "/sys/devices/virtual/powercap"};
+    static const char *readonly[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"};
+    struct stat st;
+    for (unsigned i = 0; i < sizeof masked / sizeof masked[0]; i++) {
+        if (stat(masked[i], &st) < 0) continue;
+        int rc = S_ISDIR(st.st_mode) ? mount("tmpfs", masked[i], "tmpfs", MS_RDONLY, "size=0")
+                                     : mount("/dev/null", masked[i], NULL, MS_BIND, NULL);
+        if (rc < 0) fail("mask", masked[i]);
+    }
+    for (unsigned i = 0; i < sizeof readonly / sizeof readonly[0]; i++) {
+        if (stat(readonly[i], &st) < 0) continue;
+        if (mount(readonly[i], readonly[i], NULL, MS_BIND | MS_REC, NULL) < 0 ||
+            mount(NULL, readonly[i], NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+            fail("read-only", readonly[i]);
+        }
+    }
+}
+
+static int cgroup_fds[MAX_CGROUPS];
+
+/* Open the container's cgroup.procs files while the host's /sys is still writable here (before the new root). */
+static void open_cgroups(void) {
+    for (int i = 0; i < cf.ncgroups; i++) {
+        if ((cgroup_fds[i] = open(cf.cgroups[i], O_WRONLY | O_CLOEXEC)) < 0) fail("open", cf.cgroups[i]);
+    }
+}
+
+/* Move this process into the container's cgroups (its children follow). */
+static void join_cgroups(void) {
+    for (int i = 0; i < cf.ncgroups; i++) {
+        if (write(cgroup_fds[i], "0", 1) != 1) fail("join cgroup", cf.cgroups[i]);
+        close(cgroup_fds[i]);
+    }
+}
+
+#ifdef HAVE_SECCOMP
+/* The RuntimeDefault profile: everything allowed but what lets a container reach past itself (the kernel's keyring,
+ * modules, clocks, mounts and namespaces, other processes' memory, BPF, perf, reboot and swap), which fails EPERM;
+ * the same calls containerd's default profile leaves out. */
+static void load_seccomp(void) {
+    static const char *denied[] = {
+        "acct",          "add_key",        "bpf",          "clock_adjtime", "clock_settime",  "create_module",
+        "delete_module", "finit_module",   "fsconfig",     "fsmount",       "fsopen",         "fspick",
+        "get_kernel_syms", "init_module",  "ioperm",       "iopl",          "kcmp",           "kexec_file_load",
+        "kexec_load",    "keyctl",         "lookup_dcookie", "mount",       "mount_setattr",  "move_mount",
+        "name_to_handle_at", "nfsservctl", "open_by_handle_at", "open_tree", "perf_event_open", "pivot_root",
+        "process_vm_readv", "process_vm_writev", "query_module", "quotactl", "reboot",        "request_key",
+        "setns",         "settimeofday",   "stime",        "swapoff",       "swapon",         "sysfs",
+        "_sysctl",       "umount",         "umount2",      "unshare",       "uselib",         "userfaultfd",
+        "ustat",         "vm86",           "vm86old",
+    };
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (!ctx) fail("seccomp", "init");
+    for (unsigned i = 0; i < sizeof denied / sizeof denied[0]; i++) {
+        int nr = seccomp_syscall_resolve_name(denied[i]);
+        if (nr != __NR_SCMP_ERROR && seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0) < 0) {
+            fail("seccomp rule", denied[i]);
+        }
+    }
+    int rc = seccomp_load(ctx);
+    seccomp_release(ctx);
+    if (rc < 0) {
+        errno = -rc;
+        fail("seccomp", "load");
+    }
+}
+#else
+static void load_seccomp(void) {
+    errno = ENOSYS;
+    fail("seccomp", "(built without libseccomp)");
+}
+#endif
+
+/* The program's identity and privileges, in its own process just before exec. */
+static void apply_identity(void) {
+    if (cf.seccomp) load_seccomp(); /* first: without no_new_privs only a privileged process may */
+    if (cf.nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) fail("no_new_privs", "");
+    if (cf.set_caps) {
+        for (int c = 0; c <= CAP_LAST_CAP; c++) {
+            if (!(cf.caps & (1ULL << c)) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL) {
+                fail("drop capability", "");
+            }
+        }
+    }
+    if ((cf.set_groups || cf.set_uid || cf.set_gid) && setgroups(cf.ngroups, cf.groups) < 0) fail("setgroups", "");
+    if (cf.set_gid && setresgid(cf.gid, cf.gid, cf.gid) < 0) fail("setgid", "");
+    if (cf.set_uid) {
+        if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0 || setresuid(cf.uid, cf.uid, cf.uid) < 0) fail("setuid", "");
+    }
+    if (cf.set_caps) {
+        struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+        struct __user_cap_data_struct d[2];
+        if (syscall(SYS_capget, &h, d) < 0) fail("capget", "");
+        for (int k = 0; k < 2; k++) { /* never more than the launcher holds (all it may give: privileged) */
+            __u32 part = (__u32)(cf.caps >> (32 * k)) & d[k].permitted;
+            d[k].effective = d[k].permitted = d[k].inheritable = part;
+        }
+        if (syscall(SYS_capset, &h, d) < 0) fail("capset", "");
+    }
+}
+
+/* -e PID: run the program inside the container launched as PID (its UTS, network, PID and mount namespaces, root and
+   working directory), confined as it is. */
+static int enter(char **prog) {
+    char path[64];
+    const char *names[] = {"uts", "net", "pid_for_children", "mnt"};
+    int types[] = {CLONE_NEWUTS, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWNS}, fds[4];
+    open_cgroups();
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "/proc/%d/ns/%s", (int)cf.enter, names[i]);
+        /* pid_for_children is ENOENT until the container's PID 1 exists: a launcher just started is still mounting */
+        for (int tries = 0; (fds[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0 && errno == ENOENT && tries < 500; tries++) {
+            if (kill(cf.enter, 0) < 0) break;
+            usleep(10000);
+        }
+        if (fds[i] < 0) fail("open", path);
+    }
+    snprintf(path, sizeof path, "/proc/%d/root", (int)cf.enter);
+    int root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    snprintf(path, sizeof path, "/proc/%d/cwd", (int)cf.enter);
+    int cwd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0 || cwd < 0) fail("open", path);
+    for (int i = 0; i < 4; i++) {
+        if (setns(fds[i], types[i]) < 0) fail("setns", names[i]);
+        close(fds[i]);
+    }
+    if (fchdir(root) < 0 || chroot(".") < 0 || fchdir(cwd) < 0) fail("enter root of", "container");
+    child_pid = fork();
+    if (child_pid < 0) fail("fork", "");
+    if (child_pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        join_cgroups();
+        apply_identity();
+        execvp(prog[0], prog);
+        fprintf(stderr, "pod-sandbox: exec: \"%s\": %s\n", prog[0], strerror(errno));
+        _exit(errno == ENOENT ? 127 : 126);
+    }
+    return -1; /* the caller forwards signals and waits */
+}
+
+static int parse_id(const char *s, unsigned long *out) {
+    char *end;
+    errno = 0;
+    *out = strtoul(s, &end, 10);
+    return errno == 0 && *s && !*end && *out < 0xffffffffUL;
+}
+
+static void parse_groups(const char *list) {
+    char buf[4096], *save = NULL;
+    unsigned long id;
+    snprintf(buf, sizeof buf, "%s", list);
+    cf.set_groups = 1;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (cf.ngroups >= MAX_GROUPS || !parse_id(t, &id)) {
+            errno = EINVAL;
+            fail("bad group list", list);
+        }
+        cf.groups[cf.ngroups++] = (gid_t)id;
+    }
 }
 
 static void forward(int sig) {
@@ -406,14 +691,59 @@ static void join_netns(const char *path) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: pod-sandbox [-p] [-h HOSTNAME] [-w WORKDIR] [-z SOCKET] [-n NETNS] [-b|-r SRC DST]... -- PROGRAM [ARG]...\n");
+    fprintf(stderr, "usage: pod-sandbox [-p|-l LAYER|-o] [-P] [-M] [-u UID] [-g GID] [-G GIDS] [-c CAPS] [-N] [-S] "
+                    "[-C CGROUP.PROCS]... [-h HOSTNAME] [-w WORKDIR] [-z SOCKET] [-n NETNS] [-e PID] "
+                    "[-b|-r SRC DST]... -- PROGRAM [ARG]...\n       pod-sandbox -V\n");
     exit(2);
+}
+
+/* One option of the confinement (see the header); 0 when `opt` is not one. */
+static int parse_confine(int argc, char **argv, int *i) {
+    const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    unsigned long id;
+    if (strcmp(o, "-o") == 0) return cf.root_ro = cf.harden = 1;
+    if (strcmp(o, "-P") == 0) return cf.privileged = 1;
+    if (strcmp(o, "-M") == 0) return cf.unmasked = 1;
+    if (strcmp(o, "-N") == 0) return cf.nnp = 1;
+    if (strcmp(o, "-S") == 0) return cf.seccomp = 1;
+    if (!v) return 0;
+    if (strcmp(o, "-l") == 0) {
+        cf.layer = v;
+        cf.harden = 1;
+    } else if (strcmp(o, "-u") == 0 && parse_id(v, &id)) {
+        cf.uid = (uid_t)id;
+        cf.set_uid = 1;
+    } else if (strcmp(o, "-g") == 0 && parse_id(v, &id)) {
+        cf.gid = (gid_t)id;
+        cf.set_gid = 1;
+    } else if (strcmp(o, "-G") == 0) {
+        parse_groups(v);
+    } else if (strcmp(o, "-c") == 0) {
+        char *end;
+        cf.caps = strtoull(v, &end, 16);
+        if (*end || !*v) return 0;
+        cf.set_caps = 1;
+    } else if (strcmp(o, "-C") == 0 && cf.ncgroups < MAX_CGROUPS) {
+        cf.cgroups[cf.ncgroups++] = v;
+    } else if (strcmp(o, "-e") == 0 && parse_id(v, &id) && id > 0) {
+        cf.enter = (pid_t)id;
+    } else {
+        return 0;
+    }
+    (*i)++;
+    return 1;
 }
 
 int main(int argc, char **argv) {
     static struct bind binds[MAX_MOUNTS];
     int nbinds = 0, i = 1, private_root = 0;
     const char *hostname = NULL, *workdir = NULL, *zygote = NULL, *netns = NULL;
+    if (argc == 2 && strcmp(argv[1], "-V") == 0) {
+#ifdef HAVE_SECCOMP
+        puts("seccomp");
+#endif
+        return 0;
+    }
     for (; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) {
             i++;
@@ -435,13 +765,26 @@ int main(int argc, char **argv) {
             if (binds[nbinds].dst[0] != '/') usage();
             nbinds++;
             i += 2;
-        } else {
+        } else if (!parse_confine(argc, argv, &i)) {
             usage();
         }
     }
     if (i >= argc) usage();
     char **prog = argv + i;
+    sigset_t all, old;
+    sigfillset(&all);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward;
+    int fwd[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+    if (cf.enter) {
+        sigprocmask(SIG_BLOCK, &all, &old);
+        enter(prog);
+        zygote = NULL;
+        goto wait_program;
+    }
     if (netns) join_netns(netns);
+    open_cgroups();
     int zfd = zygote ? zygote_connect(zygote) : -1; /* before the mounts change what the path resolves to */
     if (zfd >= 0 && zygote_request(zfd, prog, workdir ? workdir : "/") < 0) {
         close(zfd);
@@ -455,19 +798,15 @@ int main(int argc, char **argv) {
     if (proc_fd < 0) fail("open", "/proc");
     if (hostname && sethostname(hostname, strlen(hostname)) < 0) fail("sethostname", hostname);
     for (int k = 0; k < nbinds; k++) clone_source(&binds[k]);
-    if (private_root) overlay("/");
+    if (private_root || cf.harden) overlay("/");
+    if (cf.harden && !cf.privileged) make_dev();
     for (int k = 0; k < nbinds; k++) bind_mount(&binds[k]);
     if (workdir) ensure_target(workdir, 1);
     if (scratch_mounted && umount2(scratch, MNT_DETACH) < 0) fail("detach", scratch);
+    if (cf.root_ro && mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0) fail("remount ro", "/");
     if (chdir(workdir ? workdir : "/") < 0) fail("chdir", workdir ? workdir : "/");
 
-    sigset_t all, old;
-    sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, &old);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = forward;
-    int fwd[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
     if (zfd >= 0) {
         char line[64];
         long pid = 0;
@@ -504,12 +843,16 @@ int main(int argc, char **argv) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         close(proc_fd);
         if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) fail("mount", "/proc");
+        if (cf.harden && !cf.privileged && !cf.unmasked) mask_proc();
         for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
         sigprocmask(SIG_SETMASK, &old, NULL);
+        join_cgroups(); /* the program only: the launcher's setup is not charged to (nor throttled by) its limits */
+        apply_identity();
         execvp(prog[0], prog);
         fprintf(stderr, "pod-sandbox: exec: \"%s\": %s\n", prog[0], strerror(errno));
         _exit(errno == ENOENT ? 127 : 126);
     }
+wait_program:
     for (unsigned k = 0; k < sizeof fwd / sizeof fwd[0]; k++) sigaction(fwd[k], &sa, NULL);
     sigprocmask(SIG_SETMASK, &old, NULL);
     int status;

@@ -144,6 +144,11 @@ def _remove_containers(data: ResetData) -> None:
         stopped += stop_processes(pids, grace=RESET_GRACE)
     if stopped:
         log.info("[reset] Stopped processes of this node: %s", stopped)
+    from pykubeadm.kubelet.containment import node_cgroups
+
+    cgroups = node_cgroups(data.layout)  # the built-in runtime's Pod cgroups, now empty
+    if cgroups is not None:
+        cgroups.remove_all()
 
 
 # --- files ----------------------------------------------------------------------------------------------------------
