@@ -48,7 +48,8 @@ def test_unknown_topology_is_refused(tmp_path: Path) -> None:
 def test_netns_lab_config_has_kubeadm_defaults_and_the_hosts_names(tmp_path: Path) -> None:
     cp = new_node(tmp_path, [], control_plane=True, prefix=network.NODE_PREFIX, netns=True)
     assert cp.address == "172.18.1.1" and cp.namespaces == str(tmp_path / ".lab/netns/lab-control-plane")
-    _, cluster, proxy = init_config(cp, "abcdef.0123456789abcdef", "sqlite")
+    docs = {d["kind"]: d for d in init_config(cp, "abcdef.0123456789abcdef", "sqlite")}
+    cluster, proxy = docs["ClusterConfiguration"], docs["KubeProxyConfiguration"]
     assert cluster["networking"]["serviceSubnet"] == c.DEFAULT_SERVICE_SUBNET == "10.96.0.0/12"
     assert cluster["apiServer"]["certSANs"] == ["127.0.0.1", "localhost"]
     assert proxy == {
@@ -59,4 +60,5 @@ def test_netns_lab_config_has_kubeadm_defaults_and_the_hosts_names(tmp_path: Pat
     worker = new_node(tmp_path, [cp], control_plane=False)
     assert worker.netns and worker.address == "172.18.1.2"
     loopback = new_node(tmp_path, [], control_plane=True, prefix="127.0.10.")
-    assert len(init_config(loopback, "abcdef.0123456789abcdef", "sqlite")) == 2 and not loopback.namespaces
+    kinds = [d["kind"] for d in init_config(loopback, "abcdef.0123456789abcdef", "sqlite")]
+    assert "KubeProxyConfiguration" not in kinds and not loopback.namespaces
