@@ -267,6 +267,9 @@ KUBE_SCHEDULER: Final = "kube-scheduler"
 KUBE_PROXY: Final = "kube-proxy"
 ETCD: Final = "etcd"
 COREDNS: Final = "coredns"
+#: The metrics-server addon (registry.k8s.io/metrics-server/metrics-server), its Deployment and ServiceAccount.
+METRICS_SERVER: Final = "metrics-server"
+METRICS_SERVER_VERSION: Final = "v0.7.2"
 PAUSE: Final = "pause"
 CONTROL_PLANE_COMPONENTS: Final = (KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER)
 DEFAULT_IMAGE_REPOSITORY: Final = "registry.k8s.io"

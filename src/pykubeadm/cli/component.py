@@ -20,6 +20,7 @@ COMPONENTS: dict[str, str] = {
     "kubelet": "pykubeadm.kubelet.cli",
     "kube-proxy": "pykubeadm.proxy.cli",
     "coredns": "pykubeadm.dns.cli",
+    "metrics-server": "pykubeadm.metricsserver.cli",
 }
 
 

@@ -68,6 +68,14 @@ def command() -> None:
     help="Run IMAGE (a reference or repository, e.g. nginx) as PROGRAM (a command line) on every node: written to "
     "each node's /etc/pykubeadm/images.yaml. Repeatable.",
 )
+@click.option(
+    "--addon",
+    "addons",
+    multiple=True,
+    type=click.Choice(["metrics-server"]),
+    help="Deploy an addon once init is done: metrics-server (metrics.k8s.io for 'kubectl top' and the "
+    "HorizontalPodAutoscaler, as k3s ships it and kind users install it). Repeatable.",
+)
 def up(
     lab_dir: Path,
     workers: int,
@@ -76,6 +84,7 @@ def up(
     load_balancer: bool | None,
     kubernetes_version: str | None,
     images: tuple[str, ...],
+    addons: tuple[str, ...],
 ) -> None:
     """Create the lab: `init` on the first control plane, `join` on every other node, wait until all Nodes are Ready."""
     lab_up(
@@ -87,6 +96,7 @@ def up(
         control_planes=control_planes,
         with_load_balancer=load_balancer,
         kubernetes_version=kubernetes_version,
+        addons=addons,
     )
 
 

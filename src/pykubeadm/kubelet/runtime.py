@@ -1,7 +1,7 @@
 """The built-in "container runtime": image → program, container paths → host paths, process start and stop.
 
 A static Pod's container becomes a local process. The image's name selects the program (`kube-apiserver`,
-`kube-controller-manager`, `kube-scheduler`, and kubeadm's addons `kube-proxy` and `coredns` →
+`kube-controller-manager`, `kube-scheduler`, kubeadm's addons `kube-proxy` and `coredns`, and `metrics-server` →
 `<python> -m pykubeadm component <name>`; `etcd` → the etcd binary),
 its tag is the version the component reports (env PYKUBEADM_COMPONENT_VERSION). The manifest's command/args are the
 flags. Every container path under a hostPath volume mount is rewritten to `<root>/<hostPath>/<rest>`, the way a
@@ -42,7 +42,9 @@ __all__ = [
 COMPONENT_VERSION_ENV = "PYKUBEADM_COMPONENT_VERSION"
 
 #: Images run as `pykubeadm component <name>`.
-_PYTHON_COMPONENTS = (c.KUBE_APISERVER, c.KUBE_CONTROLLER_MANAGER, c.KUBE_SCHEDULER, c.KUBE_PROXY, c.COREDNS)
+_PYTHON_COMPONENTS = (
+    c.KUBE_APISERVER, c.KUBE_CONTROLLER_MANAGER, c.KUBE_SCHEDULER, c.KUBE_PROXY, c.COREDNS, c.METRICS_SERVER
+)  # fmt: skip
 
 
 class ImageError(Exception):
@@ -95,7 +97,7 @@ def resolve_program(image: str, *, etcd_binary: str | None = None) -> Program:
     raise ImageError(
         "ErrImagePull",
         f'failed to pull image "{image}": the built-in runtime runs only kube-apiserver, kube-controller-manager, '
-        "kube-scheduler, kube-proxy, coredns and etcd images",
+        "kube-scheduler, kube-proxy, coredns, metrics-server and etcd images",
     )
 
 
