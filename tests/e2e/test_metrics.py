@@ -137,6 +137,141 @@ def test_metrics_need_authorization(lab: MetricsLab) -> None:
     assert res.returncode != 0 and "Forbidden" in res.stderr + res.stdout, res
 
 
+#: Busy for `LOAD` ms out of every 100 (about LOAD % of a core; the request is 100m), idle when LOAD is 0.
+LOAD_SCRIPT = """
+import os, time
+load = int(os.environ.get("LOAD", "0")) / 1000
+while True:
+    end = time.monotonic() + load
+    while time.monotonic() < end:
+        pass
+    time.sleep(0.1 - load)
+"""
+
+
+def _hpa(lab: Lab) -> dict[str, Any]:
+    return json.loads(lab.kubectl("get", "hpa", "web", "-o", "json").stdout)
+
+
+def test_hpa_scales_a_busy_deployment_up_and_back_down(lab: MetricsLab) -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "web",
+                            "image": "python:3.12-slim",
+                            "command": ["python3", "-c", LOAD_SCRIPT],
+                            "env": [{"name": "LOAD", "value": "30"}],
+                            "resources": {"requests": {"cpu": "100m"}},
+                        }
+                    ]
+                },
+            },
+        },
+    }
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1,
+            "maxReplicas": 3,
+            "metrics": [
+                {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
+                                                                            "averageUtilization": 50}}}
+            ],
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 15}},
+        },
+    }  # fmt: skip
+    _apply(lab, deployment, hpa)
+    started = time.monotonic()
+
+    def scaled_up() -> dict[str, Any] | None:
+        obj = _hpa(lab)
+        return obj if (obj.get("status") or {}).get("desiredReplicas", 0) > 1 else None
+
+    obj = wait_for(scaled_up, 60, "the HPA to raise the replicas of a busy Deployment", interval=1)
+    assert time.monotonic() - started <= 60
+    status = obj["status"]
+    assert status["lastScaleTime"]
+    current = status["currentMetrics"][0]
+    assert current["type"] == "Resource" and current["resource"]["name"] == "cpu"
+    assert current["resource"]["current"]["averageUtilization"] > 50
+    conds = {c["type"]: c for c in status["conditions"]}
+    assert conds["AbleToScale"]["status"] == "True"
+    assert conds["ScalingActive"]["reason"] == "ValidMetricFound"
+    assert conds["ScalingActive"]["message"] == (
+        "the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of "
+        "request)"
+    )
+    dep = json.loads(lab.kubectl("get", "deployment", "web", "-o", "json").stdout)
+    assert dep["spec"]["replicas"] > 1
+    events = lab.kubectl("get", "events", "--field-selector", "involvedObject.name=web,reason=SuccessfulRescale").stdout
+    assert "cpu resource utilization (percentage of request) above target" in events
+    assert "New size: " in events
+    # idle: back to one replica after the short stabilization window
+    lab.kubectl("set", "env", "deployment/web", "LOAD=0")
+
+    def scaled_down() -> bool:
+        spec = json.loads(lab.kubectl("get", "deployment", "web", "-o", "json").stdout)["spec"]
+        return bool(spec["replicas"] == 1)
+
+    wait_for(scaled_down, 180, "the HPA to bring an idle Deployment back to one replica", interval=2)
+    described = lab.kubectl("describe", "hpa", "web").stdout
+    for text in (
+        "Reference:",
+        "Deployment/web",
+        "resource cpu on pods  (as a percentage of request):",
+        "Min replicas:",
+        "Max replicas:",
+        "AbleToScale",
+        "ScalingActive",
+        "ScalingLimited",
+        "SuccessfulRescale",
+        "All metrics below target",
+    ):
+        assert text in described, f"{text!r} not in:\n{described}"
+
+
+def test_hpa_reports_a_missing_request(lab: MetricsLab) -> None:
+    lab.kubectl("create", "deployment", "norequest", "--image=python:3.12-slim", "--", "python3", "-c",
+                "import time; time.sleep(100000)")  # fmt: skip
+    lab.kubectl("autoscale", "deployment", "norequest", "--cpu-percent=50", "--min=1", "--max=3")
+
+    def failed() -> dict[str, Any] | None:
+        obj = json.loads(lab.kubectl("get", "hpa", "norequest", "-o", "json").stdout)
+        conds = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+        active = conds.get("ScalingActive")
+        return active if active and active["reason"] == "FailedGetResourceMetric" else None
+
+    active = wait_for(failed, 90, "the HPA to report the missing request", interval=1)
+    assert active["status"] == "False"
+    assert active["message"].startswith(
+        "the HPA was unable to compute the replica count: failed to get cpu utilization: missing request for cpu in "
+        "container python of Pod norequest-"
+    ), active
+
+
+def _apply(lab: Lab, *objs: dict[str, Any]) -> None:
+    res = subprocess.run(
+        ["kubectl", "--kubeconfig", str(lab.admin), "apply", "-f", "-"],
+        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objs)}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 0, res.stderr
+
+
 def _condition(lab: Lab) -> dict[str, Any]:
     obj = json.loads(lab.kubectl("get", "apiservices", "v1beta1.metrics.k8s.io", "-o", "json").stdout)
     return next(c for c in obj["status"]["conditions"] if c["type"] == "Available")

@@ -28,6 +28,7 @@ from pykubeadm.controllers.job import JobController
 from pykubeadm.controllers.namespace import NamespaceController
 from pykubeadm.controllers.nodeipam import NodeIPAMController
 from pykubeadm.controllers.nodelifecycle import NodeLifecycleController
+from pykubeadm.controllers.podautoscaler import HorizontalController
 from pykubeadm.controllers.podgc import PodGCController
 from pykubeadm.controllers.replicaset import ReplicaSetController
 from pykubeadm.controllers.rootcacertpublisher import RootCACertPublisher
@@ -73,6 +74,7 @@ CONTROLLERS: Final[dict[str, type[Controller]]] = {
     "cronjob": CronJobController,
     "job": JobController,
     "ttl-after-finished": TTLAfterFinishedController,
+    "horizontalpodautoscaling": HorizontalController,
 }
 
 #: ≥1.28 long names → classic names.
@@ -98,6 +100,7 @@ ALIASES: Final[dict[str, str]] = {
     "cronjob-controller": "cronjob",
     "job-controller": "job",
     "ttl-after-finished-controller": "ttl-after-finished",
+    "horizontal-pod-autoscaler-controller": "horizontalpodautoscaling",
 }
 
 #: Every controller name kube-controller-manager knows (accepted in --controllers even if not implemented here).
