@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from tests.e2e.test_lab import Lab, _kill_leftovers
 from tests.e2e.test_pods import wait_for
+from tests.e2e.test_workloads import apply
 
 pytestmark = pytest.mark.e2e
 
@@ -192,14 +193,17 @@ def test_hpa_scales_a_busy_deployment_up_and_back_down(lab: MetricsLab) -> None:
             "behavior": {"scaleDown": {"stabilizationWindowSeconds": 15}},
         },
     }  # fmt: skip
-    _apply(lab, deployment, hpa)
+    apply(lab, deployment, hpa)
     started = time.monotonic()
 
     def scaled_up() -> dict[str, Any] | None:
         obj = _hpa(lab)
         return obj if (obj.get("status") or {}).get("desiredReplicas", 0) > 1 else None
 
-    obj = wait_for(scaled_up, 60, "the HPA to raise the replicas of a busy Deployment", interval=1)
+    try:
+        obj = wait_for(scaled_up, 60, "the HPA to raise the replicas of a busy Deployment", interval=1)
+    except AssertionError as err:
+        raise AssertionError(f"{err}\nHPA status: {_hpa(lab).get('status')}\n{_kcm_log(lab)}") from None
     assert time.monotonic() - started <= 60
     status = obj["status"]
     assert status["lastScaleTime"]
@@ -261,15 +265,14 @@ def test_hpa_reports_a_missing_request(lab: MetricsLab) -> None:
     ), active
 
 
-def _apply(lab: Lab, *objs: dict[str, Any]) -> None:
-    res = subprocess.run(
-        ["kubectl", "--kubeconfig", str(lab.admin), "apply", "-f", "-"],
-        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objs)}),
-        capture_output=True,
-        text=True,
-        timeout=60,
+def _kcm_log(lab: Lab) -> str:
+    """The controller-manager's recent log lines (for a failure's message)."""
+    res = lab.kubectl(
+        "-n", "kube-system", "logs", "kube-controller-manager-lab-control-plane", "--tail=40", check=False
     )
-    assert res.returncode == 0, res.stderr
+    prev = lab.kubectl("-n", "kube-system", "logs", "kube-controller-manager-lab-control-plane", "--previous",
+                       "--tail=40", check=False)  # fmt: skip
+    return f"kube-controller-manager log:\n{res.stdout}\nprevious:\n{prev.stdout}"
 
 
 def _condition(lab: Lab) -> dict[str, Any]:

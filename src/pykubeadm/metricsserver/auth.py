@@ -22,13 +22,12 @@ from aiohttp import web
 from cryptography import x509
 from lightkube import AsyncClient
 from lightkube.models.authorization_v1 import ResourceAttributes, SubjectAccessReviewSpec
-from lightkube.resources.authorization_v1 import SubjectAccessReview
 from lightkube.resources.core_v1 import ConfigMap
 
 from pykubeadm import constants as c
 from pykubeadm.apiserver.authn.requestheader import RequestHeaderAuthenticator, RequestHeaderConfig
 from pykubeadm.apiserver.authn.user import AuthenticationError, AuthRequest
-from pykubeadm.controllers.delegatedauth import DelegatingAuth, User, _TTLCache
+from pykubeadm.controllers.delegatedauth import DelegatingAuth, User
 from pykubeadm.errors import CertError
 from pykubeadm.pki.certs import parse_certs_pem
 from pykubeadm.util.tlsclientauth import peer_certificates
@@ -73,7 +72,6 @@ class ExtensionAuth:
         self.client = client
         self.delegating = delegating
         self._requestheader: RequestHeaderAuthenticator | None = None
-        self._decisions = _TTLCache()
 
     async def start(self) -> None:
         await self.delegating.start()
@@ -132,10 +130,8 @@ class ExtensionAuth:
     async def authorize(self, user: User, verb: str, path: str, res: ResourceRequest | None) -> bool:
         if res is None or any(g in self.delegating.always_allow_groups for g in user.groups):
             return await self.delegating.authorize(user, verb, path)
-        key = (user, res)
-        cached = self._decisions.get(key)
-        if cached is not None:
-            return bool(cached)
+        if self.delegating.authorization_client is None:
+            return False
         spec = SubjectAccessReviewSpec(
             user=user.name,
             groups=list(user.groups),
@@ -145,14 +141,7 @@ class ExtensionAuth:
                 namespace=res.namespace or None, name=res.name or None,
             ),
         )  # fmt: skip
-        try:
-            review = await self.client.create(SubjectAccessReview(spec=spec))
-        except Exception as err:
-            log.error("Unable to authorize the request due to an error: subject access review failed: %s", err)
-            return False
-        allowed = bool(review.status is not None and review.status.allowed)
-        self._decisions.put(key, allowed)
-        return allowed
+        return await self.delegating.review((user, res), spec)
 
     def middleware(
         self, resource_of: Callable[[web.Request], ResourceRequest | None]

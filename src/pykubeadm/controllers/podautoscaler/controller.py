@@ -249,6 +249,9 @@ class HorizontalController(Controller):
 
     async def _update_status(self, hpa: dict[str, Any], original: Mapping[str, Any]) -> None:
         status = {k: v for k, v in (hpa.get("status") or {}).items() if v is not None}
+        # required fields, written as kube does even when the metrics failed (desiredReplicas: the last one)
+        status.setdefault("currentReplicas", 0)
+        status.setdefault("desiredReplicas", 0)
         hpa["status"] = status
         if status == {k: v for k, v in original.items() if v is not None}:
             return

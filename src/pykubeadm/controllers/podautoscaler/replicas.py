@@ -10,7 +10,7 @@ scaling up) and unready Pods with 0 when scaling up, and never reversing the dir
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,10 +171,29 @@ def _prepare(
     return groups
 
 
-def _settle(current: int, ratio: float, new_ratio: float, count: int, tolerance: float) -> int:
+def _propose(
+    current: int,
+    groups: _Groups,
+    metrics: dict[str, PodMetric],
+    ratio_of: Callable[[Mapping[str, PodMetric]], float],
+    fallback: Callable[[str], int],
+    tolerance: float,
+) -> int:
+    """The replica count for `ratio_of(metrics)`; missing Pods at `fallback` (scaling down) or 0 (scaling up), unready
+    Pods at 0 when scaling up; no change within the tolerance or when the filled-in ratio reverses the direction."""
+    ratio = ratio_of(metrics)
+    up_with_unready = bool(groups.unready) and ratio > 1.0
+    if not up_with_unready and not groups.missing:
+        return current if abs(1.0 - ratio) <= tolerance else math.ceil(ratio * groups.ready)
+    for name in groups.missing:
+        metrics[name] = PodMetric(fallback(name) if ratio < 1.0 else 0)
+    if up_with_unready:
+        for name in groups.unready:
+            metrics[name] = PodMetric(0)
+    new_ratio = ratio_of(metrics)
     if abs(1.0 - new_ratio) <= tolerance or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
         return current
-    replicas = math.ceil(new_ratio * count)
+    replicas = math.ceil(new_ratio * len(metrics))
     if (new_ratio < 1.0 and replicas > current) or (new_ratio > 1.0 and replicas < current):
         return current
     return replicas
@@ -196,21 +215,17 @@ def resource_replicas(
     metrics = dict(pod_metrics)
     groups = _prepare(pods, metrics, resource, now, **periods)
     requests = calculate_requests(pods, container, resource)
-    ratio, utilization, raw = _utilization_ratio(metrics, requests, target_utilization)
-    up_with_unready = bool(groups.unready) and ratio > 1.0
-    if not up_with_unready and not groups.missing:
-        if abs(1.0 - ratio) <= tolerance:
-            return Proposal(current, utilization, raw)
-        return Proposal(math.ceil(ratio * groups.ready), utilization, raw)
-    if groups.missing:
-        fallback = max(100, target_utilization)
-        for name in groups.missing:
-            metrics[name] = PodMetric(requests[name] * fallback // 100 if ratio < 1.0 else 0)
-    if up_with_unready:
-        for name in groups.unready:
-            metrics[name] = PodMetric(0)
-    new_ratio, _, _ = _utilization_ratio(metrics, requests, target_utilization)
-    return Proposal(_settle(current, ratio, new_ratio, len(metrics), tolerance), utilization, raw)
+    _, utilization, raw = _utilization_ratio(metrics, requests, target_utilization)
+    fallback = max(100, target_utilization)
+    replicas = _propose(
+        current,
+        groups,
+        metrics,
+        lambda ms: _utilization_ratio(ms, requests, target_utilization)[0],
+        lambda name: requests[name] * fallback // 100,
+        tolerance,
+    )
+    return Proposal(replicas, utilization, raw)
 
 
 def raw_replicas(
@@ -227,16 +242,8 @@ def raw_replicas(
     """GetRawResourceReplicas: the proposal for an average value target (milli-units per Pod)."""
     metrics = dict(pod_metrics)
     groups = _prepare(pods, metrics, resource, now, **periods)
-    ratio, usage = _usage_ratio(metrics, target_value)
-    up_with_unready = bool(groups.unready) and ratio > 1.0
-    if not up_with_unready and not groups.missing:
-        if abs(1.0 - ratio) <= tolerance:
-            return Proposal(current, None, usage)
-        return Proposal(math.ceil(ratio * groups.ready), None, usage)
-    for name in groups.missing:
-        metrics[name] = PodMetric(target_value if ratio < 1.0 else 0)
-    if up_with_unready:
-        for name in groups.unready:
-            metrics[name] = PodMetric(0)
-    new_ratio, _ = _usage_ratio(metrics, target_value)
-    return Proposal(_settle(current, ratio, new_ratio, len(metrics), tolerance), None, usage)
+    _, usage = _usage_ratio(metrics, target_value)
+    replicas = _propose(
+        current, groups, metrics, lambda ms: _usage_ratio(ms, target_value)[0], lambda _: target_value, tolerance
+    )
+    return Proposal(replicas, None, usage)
