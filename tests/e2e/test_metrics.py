@@ -203,7 +203,12 @@ def test_hpa_scales_a_busy_deployment_up_and_back_down(lab: MetricsLab) -> None:
     try:
         obj = wait_for(scaled_up, 60, "the HPA to raise the replicas of a busy Deployment", interval=1)
     except AssertionError as err:
-        raise AssertionError(f"{err}\nHPA status: {_hpa(lab).get('status')}\n{_kcm_log(lab)}") from None
+        raw = lab.kubectl("get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods", check=False)
+        pods = lab.kubectl("get", "pods", "-o", "wide", check=False).stdout
+        raise AssertionError(
+            f"{err}\nHPA status: {_hpa(lab).get('status')}\nPodMetrics: {raw.stdout}{raw.stderr}\n{pods}\n"
+            f"{_kcm_log(lab)}"
+        ) from None
     assert time.monotonic() - started <= 60
     status = obj["status"]
     assert status["lastScaleTime"]

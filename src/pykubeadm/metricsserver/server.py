@@ -1,4 +1,4 @@
-"""The metrics server's run loop: watch Nodes and Pods, scrape every resolution, serve the API over HTTPS.
+"""The metrics server's run loop: list Nodes and Pods and scrape every resolution, serve the API over HTTPS.
 
 Started by cli.py. The first scrape happens at start, then one every `--metric-resolution` (a scrape that overruns
 delays the next rather than overlapping it); each cycle's duration, points stored and per-node failures are in
@@ -20,11 +20,9 @@ from typing import Any
 
 from aiohttp import web
 from lightkube import AsyncClient
-from lightkube.resources.core_v1 import Node, Pod
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from pykubeadm import constants as c
-from pykubeadm.client import Informer
 from pykubeadm.controllers.delegatedauth import DelegatingAuth
 from pykubeadm.controllers.serving import self_signed_pair
 from pykubeadm.metricsserver.api import MetricsAPI, resource_request
@@ -107,10 +105,6 @@ class MetricsServer:
         self.metrics = _Metrics()
         self.nodes: dict[str, dict[str, Any]] = {}
         self.pods: dict[str, dict[str, Any]] = {}
-        self.node_informer = Informer(client, Node)
-        self.pod_informer = Informer(client, Pod)
-        self.node_informer.add_handler(self._on_node)
-        self.pod_informer.add_handler(self._on_pod)
         self.scraper = Scraper(
             lambda: [n["object"] for n in self.nodes.values()],
             token,
@@ -128,28 +122,32 @@ class MetricsServer:
         )
         self.ready = asyncio.Event()
 
-    async def _on_node(self, event: str, obj: Any, _old: Any) -> None:
-        name = obj.metadata.name
-        if event == "DELETED":
-            self.nodes.pop(name, None)
-            return
-        status = obj.status.to_dict() if obj.status is not None else {}
-        self.nodes[name] = {
-            "name": name,
-            "labels": dict(obj.metadata.labels or {}),
-            "object": {"metadata": {"name": name}, "status": status},
-        }
+    async def refresh_objects(self) -> None:
+        """List the Nodes and Pods (their names, labels and the Nodes' addresses) before each scrape.
 
-    async def _on_pod(self, event: str, obj: Any, _old: Any) -> None:
-        key = f"{obj.metadata.namespace}/{obj.metadata.name}"
-        if event == "DELETED":
-            self.pods.pop(key, None)
-            return
-        self.pods[key] = {
-            "name": obj.metadata.name,
-            "namespace": obj.metadata.namespace,
-            "labels": dict(obj.metadata.labels or {}),
-        }
+        A list per resolution rather than a watch: the lab's Pods reach the API through kube-proxy's Service
+        address, where a watch's events may be held back; a fresh list is never staler than the scrape it serves."""
+        http = self.client._client._client  # lightkube's httpx client: plain JSON, no model decoding
+        nodes_resp, pods_resp = await asyncio.gather(http.get("/api/v1/nodes"), http.get("/api/v1/pods"))
+        nodes_resp.raise_for_status()
+        pods_resp.raise_for_status()
+        nodes: dict[str, dict[str, Any]] = {}
+        for n in nodes_resp.json().get("items") or []:
+            meta = n.get("metadata") or {}
+            nodes[meta["name"]] = {
+                "name": meta["name"],
+                "labels": meta.get("labels") or {},
+                "object": {"metadata": {"name": meta["name"]}, "status": n.get("status") or {}},
+            }
+        pods: dict[str, dict[str, Any]] = {}
+        for p in pods_resp.json().get("items") or []:
+            meta = p.get("metadata") or {}
+            pods[f"{meta.get('namespace')}/{meta.get('name')}"] = {
+                "name": meta.get("name", ""),
+                "namespace": meta.get("namespace", ""),
+                "labels": meta.get("labels") or {},
+            }
+        self.nodes, self.pods = nodes, pods
 
     async def scrape_once(self) -> None:
         start = time.monotonic()
@@ -163,10 +161,10 @@ class MetricsServer:
         self.metrics.tick.observe(time.monotonic() - start)
 
     async def _scrape_loop(self) -> None:
-        await self.node_informer.synced.wait()
         while True:
             started = time.monotonic()
             try:
+                await self.refresh_objects()
                 await self.scrape_once()
             except asyncio.CancelledError:
                 raise
@@ -189,10 +187,7 @@ class MetricsServer:
 
     async def run(self) -> None:
         await self.auth.start()
-        tasks = [
-            asyncio.create_task(self.node_informer.run(), name="node-informer"),
-            asyncio.create_task(self.pod_informer.run(), name="pod-informer"),
-        ]
+        tasks: list[asyncio.Task[None]] = []
         runner: web.AppRunner | None = None
         try:
             runner = await self.serve()

@@ -141,9 +141,11 @@ class HorizontalController(Controller):
             raise TemporaryError(str(err), delay=self.sync_period) from err
         try:
             await self.reconcile(key, hpa)
-        except TemporaryError:
+        except TemporaryError as err:
+            log.warning("%s", err)  # kube's HandleError: the HPA is tried again next period
             raise
         except Exception as err:
+            log.warning("failed to reconcile HorizontalPodAutoscaler %s: %s", key, err, exc_info=True)
             raise TemporaryError(str(err), delay=self.sync_period) from err
         self.queue.add_after(key, self.sync_period)
 
