@@ -254,7 +254,18 @@ def test_hpa_scales_a_busy_deployment_up_and_back_down(lab: MetricsLab) -> None:
 def test_hpa_reports_a_missing_request(lab: MetricsLab) -> None:
     lab.kubectl("create", "deployment", "norequest", "--image=python:3.12-slim", "--", "python3", "-c",
                 "import time; time.sleep(100000)")  # fmt: skip
-    lab.kubectl("autoscale", "deployment", "norequest", "--cpu-percent=50", "--min=1", "--max=3")
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "norequest", "namespace": "default"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "norequest"},
+            "maxReplicas": 3,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
+                                                                                    "averageUtilization": 50}}}],
+        },
+    }  # fmt: skip
+    apply(lab, hpa)
 
     def failed() -> dict[str, Any] | None:
         obj = json.loads(lab.kubectl("get", "hpa", "norequest", "-o", "json").stdout)
