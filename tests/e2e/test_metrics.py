@@ -271,7 +271,7 @@ def test_hpa_reports_a_missing_request(lab: MetricsLab) -> None:
         obj = json.loads(lab.kubectl("get", "hpa", "norequest", "-o", "json").stdout)
         conds = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
         active = conds.get("ScalingActive")
-        return active if active and active["reason"] == "FailedGetResourceMetric" else None
+        return active if active and "missing request" in active["message"] else None
 
     active = wait_for(failed, 90, "the HPA to report the missing request", interval=1)
     assert active["status"] == "False"
