@@ -271,6 +271,9 @@ COREDNS: Final = "coredns"
 KINDNETD: Final = "kindnetd"
 #: the local-path provisioner the lab deploys (image docker.io/rancher/local-path-provisioner)
 LOCAL_PATH_PROVISIONER: Final = "local-path-provisioner"
+#: The metrics-server addon (registry.k8s.io/metrics-server/metrics-server), its Deployment and ServiceAccount.
+METRICS_SERVER: Final = "metrics-server"
+METRICS_SERVER_VERSION: Final = "v0.7.2"
 PAUSE: Final = "pause"
 CONTROL_PLANE_COMPONENTS: Final = (KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER)
 DEFAULT_IMAGE_REPOSITORY: Final = "registry.k8s.io"

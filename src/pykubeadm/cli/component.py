@@ -22,6 +22,7 @@ COMPONENTS: dict[str, str] = {
     "coredns": "pykubeadm.dns.cli",
     "kindnetd": "pykubeadm.kindnet.cli",
     "local-path-provisioner": "pykubeadm.localpath.cli",
+    "metrics-server": "pykubeadm.metricsserver.cli",
 }
 
 

@@ -94,6 +94,14 @@ def command() -> None:
     help="netns topology: publish NODEPORT (default PORT) of the cluster on the host's 127.0.0.1:PORT (kind's "
     "extraPortMappings). Repeatable.",
 )
+@click.option(
+    "--addon",
+    "addons",
+    multiple=True,
+    type=click.Choice(["metrics-server"]),
+    help="Deploy an addon once init is done: metrics-server (metrics.k8s.io for 'kubectl top' and the "
+    "HorizontalPodAutoscaler, as k3s ships it and kind users install it). Repeatable.",
+)
 @click.pass_context
 def up(
     ctx: click.Context,
@@ -107,6 +115,7 @@ def up(
     config_file: Path | None,
     topology: str | None,
     published: tuple[str, ...],
+    addons: tuple[str, ...],
 ) -> None:
     """Create the lab: `init` on the first control plane, `join` on every other node, wait until all Nodes are Ready."""
     cluster_config = None
@@ -131,6 +140,7 @@ def up(
         cluster_config=cluster_config,
         topology_name=topology,
         publish=parse_publish(published),
+        addons=addons,
     )
     click.echo(f"[lab] Each node's bootstrap on one time axis: pykubeadm lab timeline --dir {lab_dir} [--svg FILE]")
 

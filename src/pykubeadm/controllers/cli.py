@@ -82,6 +82,11 @@ class KCMOptions:
     terminated_pod_gc_threshold: int = 12500
     max_endpoints_per_slice: int = 100
     profiling: bool = True
+    horizontal_pod_autoscaler_sync_period: float = 15.0
+    horizontal_pod_autoscaler_downscale_stabilization: float = 300.0
+    horizontal_pod_autoscaler_tolerance: float = 0.1
+    horizontal_pod_autoscaler_cpu_initialization_period: float = 300.0
+    horizontal_pod_autoscaler_initial_readiness_delay: float = 30.0
 
 
 def validate(opts: KCMOptions) -> list[str]:
@@ -204,6 +209,14 @@ async def run_kcm(opts: KCMOptions) -> int:
 @click.option("--node-startup-grace-period", type=GoDuration(), default="1m0s", show_default=True)
 @click.option("--terminated-pod-gc-threshold", type=int, default=12500, show_default=True)
 @click.option("--max-endpoints-per-slice", type=click.IntRange(1, 1000), default=100, show_default=True)
+@click.option("--horizontal-pod-autoscaler-sync-period", type=GoDuration(), default="15s", show_default=True)
+@click.option("--horizontal-pod-autoscaler-downscale-stabilization", type=GoDuration(), default="5m0s",
+              show_default=True)  # fmt: skip
+@click.option("--horizontal-pod-autoscaler-tolerance", type=float, default=0.1, show_default=True)
+@click.option("--horizontal-pod-autoscaler-cpu-initialization-period", type=GoDuration(), default="5m0s",
+              show_default=True)  # fmt: skip
+@click.option("--horizontal-pod-autoscaler-initial-readiness-delay", type=GoDuration(), default="30s",
+              show_default=True)  # fmt: skip
 @bool_flag("--profiling", True, "Serve /debug/pprof/ to authorized callers.")
 @click.option("--feature-gates", default="", callback=click_feature_gates, help="Known v1.33 gates are accepted.")
 @click.option("--flex-volume-plugin-dir", default="", help="Accepted for compatibility.")
@@ -252,6 +265,17 @@ def command(ctx: click.Context, **flags: Any) -> None:
         terminated_pod_gc_threshold=flags["terminated_pod_gc_threshold"],
         max_endpoints_per_slice=flags["max_endpoints_per_slice"],
         profiling=flags["profiling"],
+        horizontal_pod_autoscaler_sync_period=flags["horizontal_pod_autoscaler_sync_period"].total_seconds(),
+        horizontal_pod_autoscaler_downscale_stabilization=flags[
+            "horizontal_pod_autoscaler_downscale_stabilization"
+        ].total_seconds(),
+        horizontal_pod_autoscaler_tolerance=flags["horizontal_pod_autoscaler_tolerance"],
+        horizontal_pod_autoscaler_cpu_initialization_period=flags[
+            "horizontal_pod_autoscaler_cpu_initialization_period"
+        ].total_seconds(),
+        horizontal_pod_autoscaler_initial_readiness_delay=flags[
+            "horizontal_pod_autoscaler_initial_readiness_delay"
+        ].total_seconds(),
     )
     problems = validate(opts)
     if problems:

@@ -240,16 +240,21 @@ class DelegatingAuth:
             return True
         if self.authorization_client is None:
             return False
-        key = (user, verb, path)
-        cached = self._decisions.get(key)
-        if cached is not None:
-            return bool(cached)
         spec = SubjectAccessReviewSpec(
             user=user.name,
             groups=list(user.groups),
             uid=user.uid or None,
             nonResourceAttributes=NonResourceAttributes(path=path, verb=verb),
         )
+        return await self.review((user, verb, path), spec)
+
+    async def review(self, key: Any, spec: SubjectAccessReviewSpec) -> bool:
+        """The API's decision on `spec` (a SubjectAccessReview), reused for CACHE_TTL seconds under `key`; a review
+        that fails denies and is not cached."""
+        cached = self._decisions.get(key)
+        if cached is not None:
+            return bool(cached)
+        assert self.authorization_client is not None
         try:
             review = await self.authorization_client.create(SubjectAccessReview(spec=spec))
         except Exception as err:

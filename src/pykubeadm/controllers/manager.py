@@ -36,6 +36,7 @@ from pykubeadm.controllers.persistentvolume import (
     PVCProtectionController,
     PVProtectionController,
 )
+from pykubeadm.controllers.podautoscaler import HorizontalController
 from pykubeadm.controllers.podgc import PodGCController
 from pykubeadm.controllers.replicaset import ReplicaSetController
 from pykubeadm.controllers.rootcacertpublisher import RootCACertPublisher
@@ -88,6 +89,7 @@ CONTROLLERS: Final[dict[str, type[Controller]]] = {
     "pv-protection": PVProtectionController,
     "ephemeral-volume": EphemeralVolumeController,
     "statefulset": StatefulSetController,
+    "horizontalpodautoscaling": HorizontalController,
 }
 
 #: ≥1.28 long names → classic names.
@@ -119,6 +121,7 @@ ALIASES: Final[dict[str, str]] = {
     "persistentvolume-protection-controller": "pv-protection",
     "ephemeral-volume-controller": "ephemeral-volume",
     "statefulset-controller": "statefulset",
+    "horizontal-pod-autoscaler-controller": "horizontalpodautoscaling",
 }
 
 #: Every controller name kube-controller-manager knows (accepted in --controllers even if not implemented here).

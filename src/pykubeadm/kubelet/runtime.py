@@ -1,8 +1,8 @@
 """The built-in "container runtime": image → program, container paths → host paths, process start and stop.
 
 A static Pod's container becomes a local process. The image's name selects the program (`kube-apiserver`,
-`kube-controller-manager`, `kube-scheduler`, kubeadm's addons `kube-proxy` and `coredns`, the lab's network addon
-`kindnetd` →
+`kube-controller-manager`, `kube-scheduler`, kubeadm's addons `kube-proxy` and `coredns`, the lab's addons
+`kindnetd`, `local-path-provisioner` and `metrics-server` →
 `<python> -m pykubeadm component <name>`; `etcd` → the etcd binary),
 its tag is the version the component reports (env PYKUBEADM_COMPONENT_VERSION). The manifest's command/args are the
 flags. Every container path under a hostPath volume mount is rewritten to `<root>/<hostPath>/<rest>`, the way a
@@ -51,6 +51,7 @@ _PYTHON_COMPONENTS = (
     c.COREDNS,
     c.KINDNETD,
     c.LOCAL_PATH_PROVISIONER,
+    c.METRICS_SERVER,
 )
 
 
@@ -104,7 +105,7 @@ def resolve_program(image: str, *, etcd_binary: str | None = None) -> Program:
     raise ImageError(
         "ErrImagePull",
         f'failed to pull image "{image}": the built-in runtime runs only kube-apiserver, kube-controller-manager, '
-        "kube-scheduler, kube-proxy, coredns, kindnetd, local-path-provisioner and etcd images",
+        "kube-scheduler, kube-proxy, coredns, kindnetd, local-path-provisioner, metrics-server and etcd images",
     )
 
 

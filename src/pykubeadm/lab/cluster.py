@@ -257,6 +257,17 @@ def is_ready(node: Any) -> bool:
     return any(cd.type == "Ready" and cd.status == "True" for cd in (node.status.conditions or []))
 
 
+def _apply_addons(lab_dir: Path, addons: tuple[str, ...], out: Out) -> None:
+    """Apply each addon's objects with the admin kubeconfig (as a user applies metrics-server's components.yaml)."""
+    if "metrics-server" in addons:
+        from pykubeadm.client import sync_client
+        from pykubeadm.metricsserver import manifest
+
+        with sync_client(admin_kubeconfig(lab_dir)) as client:
+            manifest.apply(client)
+        out("[lab] Applied addon: metrics-server")
+
+
 def wait_ready(
     lab_dir: Path, names: list[str], out: Out, timeout: float = _READY_TIMEOUT, joins: Joins | None = None
 ) -> None:
@@ -356,11 +367,13 @@ def lab_up(
     cluster_config: LabClusterConfig | None = None,
     topology_name: str | None = None,
     publish: list[tuple[int, int]] | None = None,
+    addons: tuple[str, ...] = (),
 ) -> list[LabNode]:
     """Create the lab: init the first control plane, join the other control planes and `workers` workers, wait for
     every Node to be Ready. `with_load_balancer` (default: with more than one control plane or an external etcd)
     makes an HA lab, which can take more control planes later. `topology_name`: "netns" or "loopback" (default: netns
-    where it can be made, lab.topology); `publish`: (host port, NodePort) pairs a netns lab publishes on 127.0.0.1."""
+    where it can be made, lab.topology); `publish`: (host port, NodePort) pairs a netns lab publishes on 127.0.0.1;
+    `addons` (metrics-server) are applied once init is done."""
     _check_up_args(workers, datastore, control_planes, out)
     lab_dir = lab_dir.absolute()
     if lab_nodes(lab_dir):
@@ -461,6 +474,7 @@ def lab_up(
     from pykubeadm.lab.addons import install_addons
 
     install_addons(admin_kubeconfig(lab_dir), out)
+    _apply_addons(lab_dir, addons, out)
     for _ in range(control_planes - 1):
         node = new_node(lab_dir, nodes, control_plane=True)
         nodes.append(node)

@@ -59,9 +59,14 @@ def test_etcd_image_maps_to_etcd_binary():
 
 def test_unknown_image_is_an_image_error_not_a_crash():
     with pytest.raises(runtime.ImageError) as e:
-        runtime.resolve_program("registry.k8s.io/metrics-server/metrics-server:v0.7.2")
+        runtime.resolve_program("registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.13.0")
     assert e.value.reason == "ErrImagePull"
-    assert "metrics-server" in e.value.message
+    assert "kube-state-metrics" in e.value.message
+
+
+def test_metrics_server_image_runs_the_built_in_metrics_server():
+    p = runtime.resolve_program("registry.k8s.io/metrics-server/metrics-server:v0.7.2")
+    assert p.entrypoint[-2:] == ("component", "metrics-server") and p.version == "v0.7.2"
 
 
 def test_build_argv_replaces_binary_name_with_entrypoint():

@@ -42,6 +42,8 @@ _HOP_BY_HOP = frozenset(
     )
 )
 _IDENTITY_PREFIXES = ("x-remote-", "impersonate-")
+#: The user kube-aggregator's availability checks are made as.
+_AGGREGATOR_USER = "system:kube-aggregator"
 
 
 @dataclass(frozen=True)
@@ -163,10 +165,13 @@ class ProxyTransport:
         return kw
 
     async def get(self, b: Backend, path: str, timeout: float) -> tuple[int, Any]:
-        """A discovery check: (status, parsed JSON body or None)."""
+        """A discovery check: (status, parsed JSON body or None), as kube's availability controller sends it: as
+        `system:kube-aggregator` in `system:masters` through the front-proxy headers."""
+        headers = CIMultiDict({"Accept": "application/json"})
+        headers.extend(identity_headers(UserInfo(name=_AGGREGATOR_USER, groups=("system:masters",))))
         async with self.session.get(
             b.url(path),
-            headers={"Accept": "application/json"},
+            headers=headers,
             timeout=aiohttp.ClientTimeout(total=timeout),
             **self.tls_kwargs(b),
         ) as r:

@@ -120,6 +120,9 @@ CONTROLLER_ROLES: dict[str, list[dict[str, Any]]] = {
         r(["update"], ["autoscaling"], ["horizontalpodautoscalers/status"]),
         r(["get", "update"], ["*"], ["*/scale"]),
         r(["list"], [""], ["pods"]),
+        r(["list"], ["metrics.k8s.io"], ["pods"]),
+        r(["get", "list"], ["custom.metrics.k8s.io"], ["*"]),
+        r(["get", "list"], ["external.metrics.k8s.io"], ["*"]),
         *_EVENTS,
     ],
     "job-controller": [

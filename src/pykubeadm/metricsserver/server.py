@@ -1,0 +1,212 @@
+"""The metrics server's run loop: list Nodes and Pods and scrape every resolution, serve the API over HTTPS.
+
+Started by cli.py. The first scrape happens at start, then one every `--metric-resolution` (a scrape that overruns
+delays the next rather than overlapping it); each cycle's duration, points stored and per-node failures are in
+/metrics under metrics-server's names. The serving certificate is --tls-cert-file/--tls-private-key-file, else a
+self-signed pair written to `--cert-dir` (apiserver.crt/apiserver.key), as metrics-server makes one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import ssl
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from lightkube import AsyncClient
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from pykubeadm import constants as c
+from pykubeadm.controllers.delegatedauth import DelegatingAuth
+from pykubeadm.controllers.serving import self_signed_pair
+from pykubeadm.metricsserver.api import MetricsAPI, resource_request
+from pykubeadm.metricsserver.auth import ExtensionAuth
+from pykubeadm.metricsserver.scrape import Scraper
+from pykubeadm.metricsserver.storage import MetricsStorage
+from pykubeadm.util.fs import write_file_atomic
+from pykubeadm.util.tlsclientauth import request_client_certificates
+
+__all__ = ["MetricsServer", "ServerOptions", "serving_context"]
+
+log = logging.getLogger("metrics-server")
+
+
+@dataclass
+class ServerOptions:
+    bind_address: str = "0.0.0.0"
+    secure_port: int = 10250
+    cert_dir: Path = Path("apiserver.local.config/certificates")
+    tls_cert_file: Path | None = None
+    tls_private_key_file: Path | None = None
+    resolution: float = 60.0
+    address_types: tuple[str, ...] = ()
+    kubelet_port: int = 10250
+    use_node_status_port: bool = False
+    kubelet_ssl: ssl.SSLContext = field(default_factory=ssl.create_default_context)
+
+
+def serving_context(opts: ServerOptions, host_ip: str) -> ssl.SSLContext:
+    """TLS for the secure port, asking every client for a certificate (judged by ExtensionAuth)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    request_client_certificates(ctx, None)
+    if opts.tls_cert_file and opts.tls_private_key_file:
+        ctx.load_cert_chain(opts.tls_cert_file, opts.tls_private_key_file)
+        return ctx
+    cert, key = opts.cert_dir / "apiserver.crt", opts.cert_dir / "apiserver.key"
+    if not (cert.is_file() and key.is_file()):
+        ips = ["127.0.0.1"] + ([host_ip] if host_ip not in ("", "0.0.0.0", "::", "127.0.0.1") else [])
+        cert_pem, key_pem = self_signed_pair("localhost", ips, [])
+        opts.cert_dir.mkdir(parents=True, exist_ok=True)
+        write_file_atomic(key, key_pem, mode=0o600)
+        write_file_atomic(cert, cert_pem, mode=0o644)
+    ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+class _Metrics:
+    """metrics-server's own series."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.tick = Histogram(
+            "metrics_server_manager_tick_duration_seconds",
+            "The total time spent collecting and storing metrics in seconds.",
+            registry=self.registry,
+        )
+        self.requests = Counter(
+            "metrics_server_kubelet_request_total",
+            "Number of requests sent to Kubelet API",
+            ["success"],
+            registry=self.registry,
+        )
+        self.points = Gauge(
+            "metrics_server_storage_points", "Number of metrics points stored.", ["type"], registry=self.registry
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class MetricsServer:
+    """Watches Nodes and Pods through `client`, scrapes with `token()`, serves on the secure port."""
+
+    def __init__(self, client: AsyncClient, auth: ExtensionAuth, token: Any, opts: ServerOptions) -> None:
+        self.client = client
+        self.auth = auth
+        self.opts = opts
+        self.storage = MetricsStorage()
+        self.metrics = _Metrics()
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.scraper = Scraper(
+            lambda: [n["object"] for n in self.nodes.values()],
+            token,
+            opts.kubelet_ssl,
+            address_types=opts.address_types or ("Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"),
+            kubelet_port=opts.kubelet_port,
+            use_node_status_port=opts.use_node_status_port,
+            timeout=max(opts.resolution * 0.9, 1.0),
+        )
+        self.api = MetricsAPI(
+            self.storage,
+            lambda: list(self.nodes.values()),
+            lambda: list(self.pods.values()),
+            self.metrics.render,
+        )
+        self.ready = asyncio.Event()
+
+    async def refresh_objects(self) -> None:
+        """List the Nodes and Pods (their names, labels and the Nodes' addresses) before each scrape.
+
+        A list per resolution rather than a watch: the lab's Pods reach the API through kube-proxy's Service
+        address, where a watch's events may be held back; a fresh list is never staler than the scrape it serves."""
+        http = self.client._client._client  # lightkube's httpx client: plain JSON, no model decoding
+        nodes_resp, pods_resp = await asyncio.gather(http.get("/api/v1/nodes"), http.get("/api/v1/pods"))
+        nodes_resp.raise_for_status()
+        pods_resp.raise_for_status()
+        nodes: dict[str, dict[str, Any]] = {}
+        for n in nodes_resp.json().get("items") or []:
+            meta = n.get("metadata") or {}
+            nodes[meta["name"]] = {
+                "name": meta["name"],
+                "labels": meta.get("labels") or {},
+                "object": {"metadata": {"name": meta["name"]}, "status": n.get("status") or {}},
+            }
+        pods: dict[str, dict[str, Any]] = {}
+        for p in pods_resp.json().get("items") or []:
+            meta = p.get("metadata") or {}
+            pods[f"{meta.get('namespace')}/{meta.get('name')}"] = {
+                "name": meta.get("name", ""),
+                "namespace": meta.get("namespace", ""),
+                "labels": meta.get("labels") or {},
+            }
+        self.nodes, self.pods = nodes, pods
+
+    async def scrape_once(self) -> None:
+        start = time.monotonic()
+        batch = await self.scraper.scrape()
+        self.storage.store(batch)
+        ok = len(batch.nodes)
+        self.metrics.requests.labels("true").inc(ok)
+        self.metrics.requests.labels("false").inc(max(len(self.nodes) - ok, 0))
+        self.metrics.points.labels("node").set(len(batch.nodes))
+        self.metrics.points.labels("container").set(sum(len(v) for v in batch.pods.values()))
+        self.metrics.tick.observe(time.monotonic() - start)
+
+    async def _scrape_loop(self) -> None:
+        while True:
+            started = time.monotonic()
+            try:
+                await self.refresh_objects()
+                await self.scrape_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("Failed to scrape nodes")
+            await asyncio.sleep(max(self.opts.resolution - (time.monotonic() - started), 0.0))
+
+    async def serve(self) -> web.AppRunner:
+        host = self.opts.bind_address
+        if host in ("0.0.0.0", "::") and os.environ.get("PYKUBEADM_POD_IP"):
+            host = os.environ["PYKUBEADM_POD_IP"]  # the Pod's "every address" is its own (Pods share the node's)
+        ctx = await asyncio.to_thread(serving_context, self.opts, host)
+        app = web.Application(middlewares=[self.auth.middleware(resource_request)])
+        self.api.routes(app)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=c.SERVER_SHUTDOWN_TIMEOUT_SECONDS)
+        await runner.setup()
+        await web.TCPSite(runner, host, self.opts.secure_port, ssl_context=ctx, reuse_port=True).start()
+        log.info("Serving securely on %s:%d", host, self.opts.secure_port)
+        return runner
+
+    async def run(self) -> None:
+        await self.auth.start()
+        tasks: list[asyncio.Task[None]] = []
+        runner: web.AppRunner | None = None
+        try:
+            runner = await self.serve()
+            tasks.append(asyncio.create_task(self._scrape_loop(), name="scrape"))
+            self.ready.set()
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            for t in tasks:
+                with contextlib.suppress(BaseException):
+                    await t
+            if runner is not None:
+                await runner.cleanup()
+            await self.scraper.close()
+            await self.auth.close()
+
+
+def new_auth(client: AsyncClient) -> ExtensionAuth:
+    """The extension API server's authentication and authorization, both through `client`."""
+    delegating = DelegatingAuth(authentication_client=client, authorization_client=client)
+    return ExtensionAuth(client, delegating)
