@@ -38,6 +38,7 @@ from pykubeadm.lab.clusterconfig import CLUSTER_CONFIG_FILE, LabClusterConfig, s
 from pykubeadm.lab.loadbalancer import LB_OCTET, LOAD_BALANCER_NAME, LoadBalancer, haproxy_binary
 from pykubeadm.lab.nodes import (
     LAB_STATE_DIR,
+    POD_SUBNET,
     LabNode,
     address_prefix,
     control_plane_join_config,
@@ -462,6 +463,8 @@ def lab_up(
     from pykubeadm.lab.addons import install_addons
 
     install_addons(admin_kubeconfig(lab_dir), out)
+    if netns:
+        _install_pod_network(lab_dir, cp, endpoint, out)
     for _ in range(control_planes - 1):
         node = new_node(lab_dir, nodes, control_plane=True)
         nodes.append(node)
@@ -476,6 +479,16 @@ def lab_up(
     zygote.preload(zygote_socket(lab_dir), forkcli.join_modules())  # `lab join` finds join imported
     out(_look_around(lab_dir))
     return nodes
+
+
+def _install_pod_network(lab_dir: Path, cp: LabNode, endpoint: str, out: Out) -> None:
+    """A network-namespace lab's Pod network, after `init` as kubeadm's output asks ("You should now deploy a pod
+    network to the cluster"): say what the first control plane reports until then, then apply kindnet."""
+    from pykubeadm.lab.addons import install_network_addon, ready_condition
+
+    kubeconfig = admin_kubeconfig(lab_dir)
+    out(f"[lab] {cp.name} before the Pod network: {ready_condition(kubeconfig, cp.name)}")
+    install_network_addon(kubeconfig, POD_SUBNET, endpoint, out)
 
 
 def _certificate_key(lab_dir: Path) -> str:
@@ -626,7 +639,7 @@ def _join_worker(lab_dir: Path, node: LabNode, first: LabNode, s: LabSettings, o
 def lab_down(lab_dir: Path, out: Out = print) -> None:
     """`reset -f` every node (workers first, in parallel; control planes one by one, the last made first), stop what
     still runs for a node root after its reset (said, not hidden: a Pod started while its node was being reset),
-    stop the load balancer and external etcd by their pid files, then empty the lab dir."""
+    unpin the Pod network namespaces left under a node's kubelet dir, stop the load balancer and external etcd by their pid files, then empty the lab dir."""
     lab_dir = lab_dir.absolute()
     nodes = lab_nodes(lab_dir)
     workers = [n for n in nodes if not n.control_plane and n.root.exists()]
@@ -658,6 +671,12 @@ def lab_down(lab_dir: Path, out: Out = print) -> None:
         if left:
             stop_processes(left, grace=5.0)
             out(f"[lab] {name}: stopped {len(left)} process(es) still running after the resets: {left}")
+    from pykubeadm.kubelet.podnetwork import unpin_all
+
+    for root, name in roots.items():  # Pod network namespaces a reset left pinned: their files cannot be removed
+        unpinned = unpin_all(Layout(root)) if root.exists() else []
+        if unpinned:
+            out(f"[lab] {name}: unpinned {len(unpinned)} Pod network namespace(s)")
     from pykubeadm.kubelet import zygote
 
     zygote.stop(zygote_socket(lab_dir))
