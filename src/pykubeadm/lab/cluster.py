@@ -8,7 +8,8 @@ stops the lab's own processes (load balancer, external etcd) by their pid files 
 An HA lab (`--control-planes M` > 1, or an external etcd) follows kubeadm's HA guide: HAProxy on its own loopback
 address is the controlPlaneEndpoint (lab.loadbalancer), the first control plane is made by `init --upload-certs`, the
 others by `join --control-plane --certificate-key` one at a time (etcd admits one learner at a time), each added to
-the load balancer once it has joined. The lab's settings are in `.lab/lab.yaml`, its nodes in `.lab/nodes.yaml`, the
+the load balancer once it has joined. A network-namespace lab's Pods get their own addresses: its kubelets run with
+`--cni-conf-dir` and the lab applies the kindnet addon after `init` (lab.addons). The lab's settings are in `.lab/lab.yaml`, its nodes in `.lab/nodes.yaml`, the
 CA's public key pin for the joins in `.lab/ca-cert-hash` (beside the digest of the CA certificate it belongs to).
 
 The joins are forked rather than exec'd, their modules imported once: `up` forks them from the lab process
