@@ -5,6 +5,8 @@ published with `--publish`, and `lab down` leaving the host as it found it."""
 from __future__ import annotations
 
 import contextlib
+import ipaddress
+import json
 import os
 import re
 import socket
@@ -192,11 +194,118 @@ def test_kube_dns_answers_on_its_cluster_ip_inside_a_node(lab: NetnsLab) -> None
     assert res.stdout.strip() == "10.96.0.1", res.stderr[-1500:]
 
 
-def test_a_published_node_port_answers_on_the_hosts_loopback(lab: NetnsLab) -> None:
-    lab.kubectl(
-        "create", "deployment", "web", "--image=python:3", "--port=8088", "--", "python3", "-m", "http.server", "8088"
+def test_nodes_were_not_ready_until_the_pod_network_then_ready(lab: NetnsLab) -> None:
+    """Before the lab applies its network addon the first control plane's Node carries the kubelet's
+    network-not-ready message (what `lab up` read from the API and said); then every Node is Ready."""
+    from pykubeadm.kubelet.podnetwork import NETWORK_NOT_READY
+
+    line = f"[lab] lab-control-plane before the Pod network: Ready=False (KubeletNotReady): {NETWORK_NOT_READY}"
+    assert line in lab.up_output.splitlines(), lab.up_output[-3000:]
+    applied = [i for i, x in enumerate(lab.up_output.splitlines()) if "Installed the Pod network addon kindnet" in x]
+    assert applied and applied[0] > lab.up_output.splitlines().index(line)
+    nodes = json.loads(lab.kubectl("get", "nodes", "-o", "json"))["items"]
+    for node in nodes:
+        ready = next(cd for cd in node["status"]["conditions"] if cd["type"] == "Ready")
+        assert (ready["status"], ready["reason"]) == ("True", "KubeletReady"), ready
+
+
+def _pod_cidrs(lab: NetnsLab) -> dict[str, ipaddress.IPv4Network]:
+    cidrs = {}
+    for node in json.loads(lab.kubectl("get", "nodes", "-o", "json"))["items"]:
+        spec = node["spec"]
+        assert spec["podCIDRs"] == [spec["podCIDR"]], spec
+        cidrs[node["metadata"]["name"]] = ipaddress.ip_network(spec["podCIDR"])
+    return cidrs
+
+
+def test_each_node_has_its_own_pod_cidr_inside_the_pod_subnet(lab: NetnsLab) -> None:
+    cidrs = _pod_cidrs(lab)
+    assert sorted(cidrs) == sorted(NODES)
+    for net in cidrs.values():
+        assert net.subnet_of(ipaddress.ip_network("10.244.0.0/16")) and net.prefixlen == 24, cidrs
+    nets = list(cidrs.values())
+    assert not [(a, b) for i, a in enumerate(nets) for b in nets[i + 1 :] if a.overlaps(b)], cidrs
+
+
+def test_coredns_runs_on_pod_ips_behind_kube_dns(lab: NetnsLab) -> None:
+    slices = json.loads(
+        lab.kubectl(
+            "-n", "kube-system", "get", "endpointslices", "-l", "kubernetes.io/service-name=kube-dns", "-o", "json"
+        )
+    )["items"]
+    addresses = [a for s in slices for e in s.get("endpoints") or [] for a in e["addresses"]]
+    assert len(addresses) == 2 and all(
+        ipaddress.ip_address(a) in ipaddress.ip_network("10.244.0.0/16") for a in addresses
     )
-    lab.kubectl("create", "service", "nodeport", "web", "--tcp=80:8088", f"--node-port={NODE_PORT}")
+
+
+@dataclass
+class Web:
+    #: Pod name → (node, Pod IP)
+    pods: dict[str, tuple[str, str]]
+    cluster_ip: str
+
+
+@pytest.fixture(scope="module")
+def web(lab: NetnsLab) -> Web:
+    """The issue's Deployment (4 × `python3 -m http.server 80`) behind a NodePort Service on the published port."""
+    lab.kubectl(
+        "create", "deployment", "web", "--image=python:3", "--replicas=4", "--", "python3", "-m", "http.server", "80"
+    )
+    lab.kubectl("create", "service", "nodeport", "web", "--tcp=80:80", f"--node-port={NODE_PORT}")
+    lab.kubectl("rollout", "status", "deployment/web", "--timeout=120s")
+    pods = {}
+    for pod in json.loads(lab.kubectl("get", "pods", "-l", "app=web", "-o", "json"))["items"]:
+        if pod["metadata"].get("deletionTimestamp"):
+            continue
+        pods[pod["metadata"]["name"]] = (pod["spec"]["nodeName"], pod["status"].get("podIP", ""))
+    cluster_ip = lab.kubectl("get", "service", "web", "-o", "jsonpath={.spec.clusterIP}")
+    return Web(pods, cluster_ip)
+
+
+def test_four_web_pods_on_two_workers_each_with_its_own_ip_in_its_nodes_pod_cidr(lab: NetnsLab, web: Web) -> None:
+    assert len(web.pods) == 4, web.pods
+    assert {node for node, _ in web.pods.values()} == set(WORKERS), web.pods  # both serve port 80 on one node
+    ips = [ip for _, ip in web.pods.values()]
+    assert len(set(ips)) == 4, ips
+    cidrs = _pod_cidrs(lab)
+    for name, (node, ip) in web.pods.items():
+        assert ipaddress.ip_address(ip) in cidrs[node], (name, node, ip, cidrs[node])
+    ready = lab.kubectl("get", "deployment", "web", "-o", "jsonpath={.status.readyReplicas}")
+    assert ready == "4"
+
+
+def _http_from_pod(lab: NetnsLab, pod: str, url: str, timeout: float = 60.0) -> None:
+    """GET `url` from inside `pod` (its own network namespace) until it answers 200."""
+    code = "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).status)"
+    deadline = time.monotonic() + timeout
+    while True:  # kube-proxy's sync and CoreDNS's readiness may follow the Pods by a moment
+        res = subprocess.run(
+            ["kubectl", "--kubeconfig", str(lab.kubeconfig), "exec", pod, "--", "python3", "-c", code, url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if res.returncode == 0 and res.stdout.strip() == "200":
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"{url} from {pod}: {res.stdout[-500:]} {res.stderr[-1500:]}")
+        time.sleep(0.3)
+
+
+@pytest.mark.parametrize("client_node", WORKERS)
+def test_a_pod_reaches_a_pod_on_the_other_worker_the_cluster_ip_and_the_service_name(
+    lab: NetnsLab, web: Web, client_node: str
+) -> None:
+    client = next(name for name, (node, _) in web.pods.items() if node == client_node)
+    other = next(ip for node, ip in web.pods.values() if node != client_node)
+    assert ipaddress.ip_address(web.cluster_ip) in ipaddress.ip_network("10.96.0.0/12")
+    _http_from_pod(lab, client, f"http://{other}/")
+    _http_from_pod(lab, client, f"http://{web.cluster_ip}/")
+    _http_from_pod(lab, client, "http://web.default.svc.cluster.local/")
+
+
+def test_a_published_node_port_answers_on_the_hosts_loopback(lab: NetnsLab, web: Web) -> None:
     deadline = time.monotonic() + 60
     last: object = None
     while time.monotonic() < deadline:
@@ -208,6 +317,73 @@ def test_a_published_node_port_answers_on_the_hosts_loopback(lab: NetnsLab) -> N
             last = err
             time.sleep(0.3)
     pytest.fail(f"nothing answered on the published 127.0.0.1:{lab.published}: {last}")
+
+
+HOST_PORT_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: hostport}
+spec:
+  nodeName: lab-worker
+  containers:
+  - name: web
+    image: python:3
+    command: [python3, -m, http.server, "80"]
+    ports: [{containerPort: 80, hostPort: 8080}]
+"""
+
+
+def test_a_host_port_answers_on_its_nodes_lab_address(lab: NetnsLab, web: Web) -> None:
+    res = subprocess.run(
+        ["kubectl", "--kubeconfig", str(lab.kubeconfig), "apply", "-f", "-"],
+        input=HOST_PORT_POD,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 0, res.stderr
+    lab.kubectl("wait", "--for=condition=Ready", "pod/hostport", "--timeout=60s")
+    code = "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).status)"
+    url = f"http://{lab.address('lab-worker')}:8080/"
+    deadline = time.monotonic() + 30
+    while True:
+        res = lab.exec("lab-worker2", "python3", "-c", code, url)
+        if res.stdout.strip() == "200" or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert res.stdout.strip() == "200", res.stderr[-1500:]
+
+
+def _host_local_ips(lab: NetnsLab, node: str) -> set[str]:
+    """The addresses host-local holds on `node` (one file per address in its store)."""
+    store = Layout(lab.dir / node).host("/var/lib/cni/networks")
+    return {p.name for p in store.glob("*/*") if re.fullmatch(r"[0-9.]+", p.name)}
+
+
+def _pod_ips_by_node(lab: NetnsLab) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {n: set() for n in NODES}
+    for pod in json.loads(lab.kubectl("get", "pods", "-A", "-o", "json"))["items"]:
+        if pod["spec"].get("hostNetwork") or not pod["status"].get("podIP"):
+            continue
+        out[pod["spec"]["nodeName"]].add(pod["status"]["podIP"])
+    return out
+
+
+def test_deleting_pods_frees_their_ips(lab: NetnsLab, web: Web) -> None:
+    held = {n: _host_local_ips(lab, n) for n in WORKERS}
+    for node, ip in web.pods.values():
+        assert ip in held[node], (node, ip, held)
+    lab.kubectl("delete", "deployment", "web", "--wait=true")
+    lab.kubectl("delete", "pod", "hostport", "--wait=true")
+    deadline = time.monotonic() + 60
+    while True:  # host-local's store holds exactly the addresses of the Pods still running (CoreDNS, local-path)
+        left = {n: _host_local_ips(lab, n) for n in WORKERS}
+        running = _pod_ips_by_node(lab)
+        if all(left[n] == running[n] for n in WORKERS) or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert all(left[n] == running[n] for n in WORKERS), (left, running)
+    assert not {ip for _, ip in web.pods.values()} & set().union(*left.values())
 
 
 def _wait_ready(lab: NetnsLab, node: str, timeout: float = 90.0) -> None:

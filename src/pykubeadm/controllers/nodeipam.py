@@ -2,7 +2,9 @@
 
 Each cluster CIDR (comma-separated, at most one per IP family) is cut into blocks of --node-cidr-mask-size (default /24
 for IPv4, /64 for IPv6); a Node without `spec.podCIDRs` gets the lowest free block of every cluster CIDR. Blocks already
-recorded on Nodes are marked used when the informer first lists them.
+recorded on Nodes are marked used when the informer first lists them. A Node given its blocks is remembered until the
+informer shows them (or the Node is deleted): an event for it that arrives before the informer has seen the patch
+(the kubelet posting status) must not give it a second set, as the real allocator keeps the nodes it is processing.
 """
 
 from __future__ import annotations
@@ -118,6 +120,8 @@ class NodeIPAMController(Controller):
             for part in filter(None, (p.strip() for p in (opts.service_cluster_ip_range or "").split(","))):
                 for cidr_set in self.cidr_sets:
                     cidr_set.occupy_overlapping(ipaddress.ip_network(part, strict=False))
+        #: Nodes given blocks whose patch the informer may not show yet → the blocks.
+        self.assigned: dict[str, list[str]] = {}
         self.nodes = self.watch(Node, self._on_node)
 
     def _occupy(self, cidrs: Iterable[str]) -> None:
@@ -132,24 +136,27 @@ class NodeIPAMController(Controller):
             return
         cidrs = _node_cidrs(obj)
         if event == "DELETED":
-            for cidr in cidrs:
+            assigned = self.assigned.pop(obj.metadata.name, [])
+            for cidr in cidrs or assigned:
                 for cidr_set in self.cidr_sets:
                     cidr_set.release(ipaddress.ip_network(cidr, strict=False))
             return
         if cidrs:
+            self.assigned.pop(obj.metadata.name, None)
             self._occupy(cidrs)
-        else:
+        elif obj.metadata.name not in self.assigned:
             self.queue.add(obj.metadata.name)
 
     async def sync(self, key: Any) -> None:
         node = self.nodes.get(key)
-        if node is None or _node_cidrs(node):
+        if node is None or _node_cidrs(node) or key in self.assigned:
             return
         blocks = [cidr_set.allocate_next() for cidr_set in self.cidr_sets]
         cidrs = [str(b) for b in blocks]
         patch = {"spec": {"podCIDR": cidrs[0], "podCIDRs": cidrs}}
         try:
             await self.client.patch(Node, key, patch)
+            self.assigned[key] = cidrs
             log.info("set podCIDRs %s on node %s", cidrs, key)
         except ApiError as err:
             for block, cidr_set in zip(blocks, self.cidr_sets, strict=True):

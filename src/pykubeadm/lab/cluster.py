@@ -8,7 +8,8 @@ stops the lab's own processes (load balancer, external etcd) by their pid files 
 An HA lab (`--control-planes M` > 1, or an external etcd) follows kubeadm's HA guide: HAProxy on its own loopback
 address is the controlPlaneEndpoint (lab.loadbalancer), the first control plane is made by `init --upload-certs`, the
 others by `join --control-plane --certificate-key` one at a time (etcd admits one learner at a time), each added to
-the load balancer once it has joined. The lab's settings are in `.lab/lab.yaml`, its nodes in `.lab/nodes.yaml`, the
+the load balancer once it has joined. A network-namespace lab's Pods get their own addresses: its kubelets run with
+`--cni-conf-dir` and the lab applies the kindnet addon after `init` (lab.addons). The lab's settings are in `.lab/lab.yaml`, its nodes in `.lab/nodes.yaml`, the
 CA's public key pin for the joins in `.lab/ca-cert-hash` (beside the digest of the CA certificate it belongs to).
 
 The joins are forked rather than exec'd, their modules imported once: `up` forks them from the lab process
@@ -37,6 +38,7 @@ from pykubeadm.lab.clusterconfig import CLUSTER_CONFIG_FILE, LabClusterConfig, s
 from pykubeadm.lab.loadbalancer import LB_OCTET, LOAD_BALANCER_NAME, LoadBalancer, haproxy_binary
 from pykubeadm.lab.nodes import (
     LAB_STATE_DIR,
+    POD_SUBNET,
     LabNode,
     address_prefix,
     control_plane_join_config,
@@ -474,6 +476,8 @@ def lab_up(
     from pykubeadm.lab.addons import install_addons
 
     install_addons(admin_kubeconfig(lab_dir), out)
+    if netns:
+        _install_pod_network(lab_dir, cp, endpoint, out)
     _apply_addons(lab_dir, addons, out)
     for _ in range(control_planes - 1):
         node = new_node(lab_dir, nodes, control_plane=True)
@@ -489,6 +493,16 @@ def lab_up(
     zygote.preload(zygote_socket(lab_dir), forkcli.join_modules())  # `lab join` finds join imported
     out(_look_around(lab_dir))
     return nodes
+
+
+def _install_pod_network(lab_dir: Path, cp: LabNode, endpoint: str, out: Out) -> None:
+    """A network-namespace lab's Pod network, after `init` as kubeadm's output asks ("You should now deploy a pod
+    network to the cluster"): say what the first control plane reports until then, then apply kindnet."""
+    from pykubeadm.lab.addons import install_network_addon, ready_condition
+
+    kubeconfig = admin_kubeconfig(lab_dir)
+    out(f"[lab] {cp.name} before the Pod network: {ready_condition(kubeconfig, cp.name)}")
+    install_network_addon(kubeconfig, POD_SUBNET, endpoint, out)
 
 
 def _certificate_key(lab_dir: Path) -> str:

@@ -5,7 +5,8 @@ process with reset's modules imported once (lab.forkcli; a new interpreter each 
 cluster goes as a whole, so no stacked etcd member is taken out of it first (`--skip-phases remove-etcd-member`: its
 data goes with the lab dir); each reset stops its node's processes at once, SIGKILL after reset's short SIGTERM window
 (phases.reset.processes.RESET_GRACE), whatever a Pod's terminationGracePeriodSeconds says. Then what still runs for a
-node root is stopped the same way and said (a Pod started while its node was being reset), the lab's kubelet zygote,
+node root is stopped the same way and said (a Pod started while its node was being reset), Pod network namespaces
+still pinned are unmounted, the lab's kubelet zygote,
 load balancer and external etcd are stopped, a network-namespace lab's relay and namespaces removed (each
 node's reset runs in its namespaces), and the lab dir is emptied.
 """
@@ -70,6 +71,17 @@ def _stop_leftovers(lab_dir: Path, nodes: list[LabNode], out: Out) -> None:
             out(f"[lab] {roots[root]}: stopped {len(pids)} process(es) still running after the resets: {pids}")
 
 
+def _unpin_pod_networks(nodes: list[LabNode], out: Out) -> None:
+    """Pod network namespaces a reset left pinned under a node's kubelet dir: their files cannot be removed else."""
+    from pykubeadm.kubelet.podnetwork import unpin_all
+    from pykubeadm.layout import Layout
+
+    for node in nodes:
+        unpinned = unpin_all(Layout(node.root)) if node.root.exists() else []
+        if unpinned:
+            out(f"[lab] {node.name}: unpinned {len(unpinned)} Pod network namespace(s)")
+
+
 def lab_down(lab_dir: Path, out: Out = print) -> None:
     """Reset every node in parallel, stop what still runs for a node root, the zygote, the load balancer and the
     external etcd, then empty the lab dir."""
@@ -77,6 +89,7 @@ def lab_down(lab_dir: Path, out: Out = print) -> None:
     nodes = lab_nodes(lab_dir)
     _reset_all([n for n in nodes if n.root.exists()], out)
     _stop_leftovers(lab_dir, nodes, out)
+    _unpin_pod_networks(nodes, out)
     from pykubeadm.kubelet import zygote
 
     zygote.stop(zygote_socket(lab_dir))

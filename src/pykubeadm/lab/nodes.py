@@ -175,10 +175,13 @@ def save_registry(lab_dir: Path, nodes: list[LabNode]) -> None:
 
 
 def _node_registration(node: LabNode) -> dict[str, Any]:
-    return {
-        "name": node.name,
-        "kubeletExtraArgs": [{"name": "node-ip", "value": node.address}],
-    }
+    """The node's name and kubelet flags (kubeadm writes them to kubeadm-flags.env): its `node-ip`, and in a
+    network-namespace lab `cni-conf-dir`, so that its Pods get their own network namespaces and addresses through the
+    CNI configuration the network addon writes (and the node is NotReady until it has)."""
+    args = [{"name": "node-ip", "value": node.address}]
+    if node.netns:
+        args.append({"name": "cni-conf-dir", "value": c.DEFAULT_CNI_CONF_DIR})
+    return {"name": node.name, "kubeletExtraArgs": args}
 
 
 def init_config(node: LabNode, token: str, datastore: str) -> list[dict[str, Any]]:

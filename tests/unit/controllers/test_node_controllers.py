@@ -102,3 +102,38 @@ def test_service_range_inside_cluster_cidr_is_never_allocated() -> None:
     s.occupy_overlapping(ipaddress.ip_network("192.168.0.0/16"))  # elsewhere: no effect
     s.occupy_overlapping(ipaddress.ip_network("fd00::/64"))  # other family: no effect
     assert str(s.allocate_next()) == "10.0.2.0/24"
+
+
+def test_nodeipam_gives_a_node_one_set_of_blocks_while_the_informer_lags() -> None:
+    """The Node's events before the informer shows the patch (its kubelet posting status) must not allocate again:
+    a second patch would merge a second block into spec.podCIDRs (its patch strategy is merge)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from pykubeadm.controllers.nodeipam import NodeIPAMController
+
+    stale = SimpleNamespace(metadata=SimpleNamespace(name="n1"), spec=SimpleNamespace(podCIDRs=None, podCIDR=None))
+    patches: list[dict[str, object]] = []
+
+    class Client:
+        async def patch(self, res: object, name: str, patch: dict[str, object]) -> None:
+            patches.append(patch)
+
+    ctl = NodeIPAMController.__new__(NodeIPAMController)
+    ctl.enabled = True
+    ctl.cidr_sets = parse_cluster_cidrs("10.244.0.0/16", None, None)
+    ctl.assigned = {}
+    ctl.nodes = {"n1": stale}  # type: ignore[assignment]
+    ctl.client = Client()  # type: ignore[assignment]
+    added: list[str] = []
+    ctl.queue = SimpleNamespace(add=added.append)  # type: ignore[assignment]
+    asyncio.run(ctl.sync("n1"))
+    ctl._on_node("MODIFIED", stale, stale)  # a status update the informer delivers before the patch
+    asyncio.run(ctl.sync("n1"))
+    assert patches == [{"spec": {"podCIDR": "10.244.0.0/24", "podCIDRs": ["10.244.0.0/24"]}}]
+    assert added == []
+    seen = SimpleNamespace(metadata=stale.metadata, spec=SimpleNamespace(podCIDRs=["10.244.0.0/24"], podCIDR=None))
+    ctl._on_node("MODIFIED", seen, stale)
+    assert ctl.assigned == {}
+    ctl._on_node("DELETED", seen, None)
+    assert str(ctl.cidr_sets[0].allocate_next()) == "10.244.0.0/24"  # released with the Node
