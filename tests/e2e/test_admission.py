@@ -210,7 +210,7 @@ def endpoints_ready(lab: Lab, name: str) -> bool:
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     lab_dir = tmp_path_factory.mktemp("admission")
     try:
-        res = pykubeadm("lab", "up", "--dir", str(lab_dir), "--workers", "0")
+        res = pykubeadm("lab", "up", "--topology", "loopback", "--dir", str(lab_dir), "--workers", "0")
         assert res.returncode == 0, f"lab up failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
         yield Lab(lab_dir)
     finally:

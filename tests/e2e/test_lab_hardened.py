@@ -63,7 +63,9 @@ nodes:
     lab = tmp_path / "lab"
     env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
     pyk = [sys.executable, "-m", "pykubeadm", "lab"]
-    up = _run(*pyk, "up", "--dir", str(lab), "--config", str(tmp_path / "cluster.yaml"), env=env)
+    up = _run(
+        *pyk, "up", "--topology", "loopback", "--dir", str(lab), "--config", str(tmp_path / "cluster.yaml"), env=env
+    )
     try:
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
         cp = lab / "lab-control-plane"

@@ -37,7 +37,18 @@ def pykubeadm(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[s
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     lab_dir = tmp_path_factory.mktemp("upgrade-procedure")
     try:
-        res = pykubeadm("lab", "up", "--dir", str(lab_dir), "--workers", "2", "--kubernetes-version", "v1.32.4")
+        res = pykubeadm(
+            "lab",
+            "up",
+            "--topology",
+            "loopback",
+            "--dir",
+            str(lab_dir),
+            "--workers",
+            "2",
+            "--kubernetes-version",
+            "v1.32.4",
+        )
         assert res.returncode == 0, f"lab up failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
         yield Lab(lab_dir)
     finally:

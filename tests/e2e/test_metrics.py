@@ -43,7 +43,9 @@ class MetricsLab(Lab):
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetricsLab]:
     lab_dir = tmp_path_factory.mktemp("metrics")
     try:
-        res = pykubeadm("lab", "up", "--dir", str(lab_dir), "--workers", "2", "--addon", "metrics-server")
+        res = pykubeadm(
+            "lab", "up", "--topology", "loopback", "--dir", str(lab_dir), "--workers", "2", "--addon", "metrics-server"
+        )
         assert res.returncode == 0, f"lab up failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
         assert "[lab] Applied addon: metrics-server" in res.stdout
         lab = MetricsLab(lab_dir)

@@ -40,7 +40,7 @@ def pykubeadm(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[s
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     lab_dir = tmp_path_factory.mktemp("storage")
     try:
-        res = pykubeadm("lab", "up", "--dir", str(lab_dir), "--workers", "2")
+        res = pykubeadm("lab", "up", "--topology", "loopback", "--dir", str(lab_dir), "--workers", "2")
         assert res.returncode == 0, f"lab up failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
         yield Lab(lab_dir)
     finally:

@@ -393,12 +393,6 @@ def write_ha_patches(node: LabNode, *, stacked_etcd: bool, joining: bool) -> Non
     ip = node.address
     d = node.patches_dir
     d.mkdir(parents=True, exist_ok=True)
-    if node.netns:
-        # A node with a network of its own keeps kubeadm's addresses (127.0.0.1 for the controller-manager, the
-        # scheduler, the kubelet's healthz and the apiserver's own etcd member); only etcd 3.4's probe path differs.
-        if stacked_etcd:
-            (d / "etcd.yaml").write_text(yaml.safe_dump(_ETCD_34_PROBES))
-        return
     targets: dict[str, list[dict[str, Any]]] = {
         "kube-controller-manager": [
             *_flag(_KCM_BIND_INDEX, "bind-address", "127.0.0.1", ip),

@@ -84,12 +84,14 @@ def _upgrade_kubelet(client: Client, node: LabNode, version: str, out: Out) -> N
     the wait until the Node reports `version` and is Ready."""
     from pykubeadm.kubelet.package import install_kubelet, installed_version
     from pykubeadm.phases.kubeletservice import start_kubelet
+    from pykubeadm.util.namespaces import entered
 
     layout = Layout(node.root)
     before = installed_version(layout) or c.KUBERNETES_VERSION
     out(f"[lab] {node.name}: upgrading the kubelet package {before} -> {version}")
     install_kubelet(layout, version)
-    how = start_kubelet(layout)
+    with entered(node.namespaces or None):  # a network-namespace lab's kubelet runs in its node's namespaces
+        how = start_kubelet(layout)
     out(f"[lab] {node.name}: restarted the kubelet ({how})")
     deadline = time.monotonic() + KUBELET_RESTART_TIMEOUT
     while (state := _node_state(client, node.name)) != (version, True):

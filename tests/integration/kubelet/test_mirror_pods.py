@@ -27,15 +27,18 @@ async def test_mirror_pods_follow_static_pods(apiserver, tmp_path):  # noqa: F81
     manifests = node.root / "etc/kubernetes/manifests"
     client, peer, metrics = free_port(), free_port(), free_port()
     (manifests / "etcd.yaml").write_text(yaml.safe_dump(etcd_manifest(client, peer, metrics)))
-    (manifests / "metrics-server.yaml").write_text(
+    (manifests / "kube-state-metrics.yaml").write_text(
         yaml.safe_dump(
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": "metrics-server", "namespace": "kube-system"},
+                "metadata": {"name": "kube-state-metrics", "namespace": "kube-system"},
                 "spec": {
                     "containers": [
-                        {"name": "metrics-server", "image": "registry.k8s.io/metrics-server/metrics-server:v0.7.2"}
+                        {
+                            "name": "kube-state-metrics",
+                            "image": "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.13.0",
+                        }
                     ]
                 },
             }
@@ -63,14 +66,14 @@ async def test_mirror_pods_follow_static_pods(apiserver, tmp_path):  # noqa: F81
         listed = server.api.kubectl("get", "pods", "-n", "kube-system", "--no-headers").stdout
         assert any(line.split()[:3] == ["etcd-node-m", "1/1", "Running"] for line in listed.splitlines()), listed
 
-        async def waiting_metrics_server():
-            p = await _pod(admin, "metrics-server-node-m")
+        async def waiting_kube_state_metrics():
+            p = await _pod(admin, "kube-state-metrics-node-m")
             cs = ((p.get("status") or {}).get("containerStatuses") or [{}])[0]
             return p if "waiting" in cs.get("state", {}) else None
 
-        p = await eventually(waiting_metrics_server, 30, "mirror pod metrics-server-node-m waiting")
+        p = await eventually(waiting_kube_state_metrics, 30, "mirror pod kube-state-metrics-node-m waiting")
         waiting = p["status"]["containerStatuses"][0]["state"]["waiting"]
-        assert waiting["reason"] in ("ErrImagePull", "ImagePullBackOff") and "metrics-server" in waiting["message"]
+        assert waiting["reason"] in ("ErrImagePull", "ImagePullBackOff") and "kube-state-metrics" in waiting["message"]
         assert p["status"]["phase"] == "Pending"
 
         # a changed manifest replaces the mirror pod (new config hash)
@@ -82,11 +85,11 @@ async def test_mirror_pods_follow_static_pods(apiserver, tmp_path):  # noqa: F81
 
         await eventually(replaced, 30, "mirror pod for the changed manifest")
         # a removed manifest deletes the mirror pod
-        (manifests / "metrics-server.yaml").unlink()
+        (manifests / "kube-state-metrics.yaml").unlink()
 
         async def gone():
             try:
-                await _pod(admin, "metrics-server-node-m")
+                await _pod(admin, "kube-state-metrics-node-m")
             except ApiError as e:
                 return e.status == 404
             return False

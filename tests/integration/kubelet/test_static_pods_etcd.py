@@ -85,15 +85,18 @@ def test_static_etcd_lifecycle(tmp_path):
     client, peer, metrics, healthz = free_port(), free_port(), free_port(), free_port()
     (manifests / "etcd.yaml").write_text(yaml.safe_dump(etcd_manifest(client, peer, metrics)))
     (manifests / ".hidden.yaml").write_text("not: a pod")
-    (manifests / "metrics-server.yaml").write_text(
+    (manifests / "kube-state-metrics.yaml").write_text(
         yaml.safe_dump(
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": "metrics-server", "namespace": "kube-system"},
+                "metadata": {"name": "kube-state-metrics", "namespace": "kube-system"},
                 "spec": {
                     "containers": [
-                        {"name": "metrics-server", "image": "registry.k8s.io/metrics-server/metrics-server:v0.7.2"}
+                        {
+                            "name": "kube-state-metrics",
+                            "image": "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.13.0",
+                        }
                     ]
                 },
             }
@@ -119,7 +122,7 @@ def test_static_etcd_lifecycle(tmp_path):
         logs = list((root / "var/log/pods").glob("kube-system_etcd-n1_*/etcd/0.log"))
         assert logs and logs[0].stat().st_size > 0
         # an image the runtime cannot run leaves the kubelet running and says why
-        wait_until(lambda: "ErrImagePull" in kubelet.log(), 10, "ErrImagePull for metrics-server")
+        wait_until(lambda: "ErrImagePull" in kubelet.log(), 10, "ErrImagePull for kube-state-metrics")
         assert kubelet.proc.poll() is None
 
         # change a flag: the process is replaced within 5 s and runs with the new flag

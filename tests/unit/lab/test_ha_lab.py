@@ -181,7 +181,7 @@ def test_a_loopback_node_config_says_why_it_differs_from_kubeadms(tmp_path: Path
 def test_a_netns_node_keeps_kubeadms_bind_addresses(tmp_path: Path) -> None:
     """A node with a network namespace of its own is configured as kubeadm configures a node: the controller-manager
     and scheduler keep --bind-address=127.0.0.1 (no extraArgs), the kubelet its default addresses, etcd its URLs."""
-    from pykubeadm.lab.nodes import LOOPBACK_CONFIG_NOTE, init_config, write_ha_patches, write_node_files
+    from pykubeadm.lab.nodes import LOOPBACK_CONFIG_NOTE, init_config, write_node_files
 
     cp = new_node(tmp_path, [], True, netns=True)
     for datastore in ("sqlite", "etcd"):
@@ -194,5 +194,3 @@ def test_a_netns_node_keeps_kubeadms_bind_addresses(tmp_path: Path) -> None:
     write_node_files(cp, docs)
     assert not cp.config_file.read_text().startswith(LOOPBACK_CONFIG_NOTE.splitlines()[0])
     assert not (cp.patches_dir / "kubeletconfiguration+merge.yaml").exists()
-    write_ha_patches(cp, stacked_etcd=True, joining=False)
-    assert sorted(p.name for p in cp.patches_dir.iterdir()) == ["etcd.yaml"]

@@ -320,7 +320,8 @@ def _add_objects(request: web.Request, ctx: _Ctx, extra: dict[str, Any], resp: w
     if level == "Metadata":
         if info.verb == "create" and "name" not in ctx.base.get("objectRef", {}):
             obj = _request_object(request)
-            name = ((obj or {}).get("metadata") or {}).get("name") if isinstance(obj, dict) else None
+            meta = obj.get("metadata") if isinstance(obj, dict) else None
+            name = meta.get("name") if isinstance(meta, dict) else None  # a malformed body is refused later, not here
             if name:
                 ctx.base["objectRef"] = {**ctx.base["objectRef"], "name": name}
                 extra["objectRef"] = ctx.base["objectRef"]
