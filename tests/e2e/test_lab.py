@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import ipaddress
+import itertools
 import json
 import os
 import re
@@ -207,7 +208,7 @@ def test_lab_timeline_gives_each_worker_its_bootstrap_in_order_with_who_approved
         # taken on the kubelet's clock before the object it is posted with gets the apiserver's (Node Ready's
         # lastTransitionTime may read one second before the Node's creationTimestamp).
         times = [second(s["time"]) for s in steps]
-        assert all((b - a).total_seconds() >= -1 for a, b in zip(times, times[1:])), steps
+        assert all((b - a).total_seconds() >= -1 for a, b in itertools.pairwise(times)), steps
         assert times[-1] >= times[0], steps
         by = {s["step"]: s for s in steps}
         csr = csrs[by["client CSR created"]["source"].removeprefix("CSR ")]
