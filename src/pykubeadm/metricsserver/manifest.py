@@ -65,8 +65,10 @@ def objects(
             "allowPrivilegeEscalation": False,
             "capabilities": {"drop": ["ALL"]},
             "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-            "runAsUser": 1000,
+            # Upstream also sets runAsNonRoot and runAsUser 1000. The image is a built-in program, run by this
+            # node's Python interpreter, which need not be readable by uid 1000 (a virtualenv under /root): the
+            # container keeps the rest of upstream's confinement (no capabilities, no_new_privs, seccomp, a
+            # read-only root) and runs as the interpreter's owner.
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "volumeMounts": [{"mountPath": "/tmp", "name": "tmp-dir"}],
