@@ -143,7 +143,14 @@ def test_the_documentation_statefulset_on_provisioned_volumes(lab: Lab) -> None:
     # web-0.nginx resolves from another Pod to web-0's address, and serves web-0's volume
     ip = get(lab, "pod", "web-0")["status"]["podIP"]
     lookup = "import socket; print(socket.gethostbyname('web-0.nginx'))"
-    resolved = wait_for(lambda: exec_in(lab, "web-1", f'python3 -c "{lookup}"').strip(), 60, "web-0.nginx resolves")
+
+    def resolve() -> str:  # "" until the recreated web-0's record is served (the lookup fails until then)
+        try:
+            return exec_in(lab, "web-1", f'python3 -c "{lookup}"').strip()
+        except AssertionError:
+            return ""
+
+    resolved = wait_for(resolve, 60, "web-0.nginx resolves")
     assert resolved == ip
     fetch = "import urllib.request as u; print(u.urlopen('http://web-0.nginx:8000/index.html').read().decode())"
     assert exec_in(lab, "web-1", f'python3 -c "{fetch}"').strip() == "web-0"
