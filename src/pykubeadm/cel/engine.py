@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cel_expr_python import cel  # type: ignore[import-untyped]
-from cel_expr_python.ext import ext_math, ext_optional, ext_strings  # type: ignore[import-untyped]
+from cel_expr_python import cel  # type: ignore[import-untyped,unused-ignore]
+from cel_expr_python.ext import ext_math, ext_optional, ext_strings  # type: ignore[import-untyped,unused-ignore]
 
 from pykubeadm.cel import k8slib
 

@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from cel_expr_python import cel  # type: ignore[import-untyped]
+from cel_expr_python import cel  # type: ignore[import-untyped,unused-ignore]
 
 from pykubeadm.util.quantity import parse_quantity
 
