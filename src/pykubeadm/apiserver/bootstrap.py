@@ -143,7 +143,7 @@ async def _finalize_namespace(state: ApiState, ns: Obj) -> None:
     name = ns["metadata"]["name"]
     remaining = 0
     for s in STRATEGIES:
-        if not s.namespaced:
+        if not s.namespaced or s.storage_version:  # another version's store holds the objects
             continue
         store = state.store(s.resource_name)
         for obj in (await store.list(name)).items:

@@ -14,6 +14,7 @@ from aiohttp import web
 from pykubeadm.apiserver.authn.user import Authenticator, UserInfo
 from pykubeadm.apiserver.authz.attributes import Authorizer
 from pykubeadm.apiserver.registry import STRATEGIES, VIRTUAL_KINDS, Store, VirtualKind
+from pykubeadm.apiserver.registry.versioned import VersionedStore
 from pykubeadm.apiserver.requestinfo import RequestInfo
 from pykubeadm.storage.interface import Store as Backend
 
@@ -57,9 +58,10 @@ class ApiState:
 
     def __post_init__(self) -> None:
         for s in STRATEGIES:
-            store = Store(s, self.backend)
+            store = VersionedStore(s, self.backend) if s.storage_version else Store(s, self.backend)
             self.stores[(s.group, s.version, s.plural)] = store
-            self.by_resource[s.resource_name] = store
+            if not s.storage_version:  # a resource's store by name is its storage version's
+                self.by_resource[s.resource_name] = store
         for v in VIRTUAL_KINDS:
             self.virtual[(v.group, v.version, v.plural)] = v
 

@@ -149,7 +149,7 @@ def decode_protobuf(data: bytes) -> dict[str, Any]:
         raise st.bad_request(f"unable to decode the protobuf envelope: {e}") from None
     type_meta = _field(env, "typeMeta")
     kind, api_version = type_meta.kind, type_meta.apiVersion
-    msg_name = KINDS.get(kind)
+    msg_name = KINDS.get(f"{api_version}/{kind}") or KINDS.get(kind)
     if msg_name is None:
         raise st.unsupported_media_type("application/vnd.kubernetes.protobuf", ["application/json", "application/yaml"])
     try:

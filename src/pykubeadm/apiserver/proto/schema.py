@@ -251,6 +251,26 @@ MESSAGES: dict[str, list[Field]] = {
         (7, "failedJobsHistoryLimit", "int32"),
     ],
     "CronJob": [(1, "metadata", "ObjectMeta"), (2, "spec", "CronJobSpec")],
+    # --- autoscaling/v1 (`kubectl autoscale`) ---------------------------------------------------------------------
+    "CrossVersionObjectReference": [(1, "kind", "string"), (2, "name", "string"), (3, "apiVersion", "string")],
+    "HorizontalPodAutoscalerSpecV1": [
+        (1, "scaleTargetRef", "CrossVersionObjectReference"),
+        (2, "minReplicas", "int32"),
+        (3, "maxReplicas", "int32"),
+        (4, "targetCPUUtilizationPercentage", "int32"),
+    ],
+    "HorizontalPodAutoscalerStatusV1": [
+        (1, "observedGeneration", "int64"),
+        (2, "lastScaleTime", "Time"),
+        (3, "currentReplicas", "int32"),
+        (4, "desiredReplicas", "int32"),
+        (5, "currentCPUUtilizationPercentage", "int32"),
+    ],
+    "HorizontalPodAutoscalerV1": [
+        (1, "metadata", "ObjectMeta"),
+        (2, "spec", "HorizontalPodAutoscalerSpecV1"),
+        (3, "status", "HorizontalPodAutoscalerStatusV1"),
+    ],
     # --- policy/v1 ------------------------------------------------------------------------------------------------
     "PodDisruptionBudgetSpec": [
         (1, "minAvailable", "IntOrString"),
@@ -379,7 +399,7 @@ MESSAGES: dict[str, list[Field]] = {
     "Binding": [(1, "metadata", "ObjectMeta"), (2, "target", "ObjectReference")],
 }
 
-#: Kind (from the envelope's TypeMeta) → top-level message.
+#: Kind (from the envelope's TypeMeta), or `apiVersion/kind` where versions differ → top-level message.
 KINDS = {
     k: k
     for k in (
@@ -414,6 +434,8 @@ KINDS = {
         "DeleteOptions",
     )
 }
+
+KINDS["autoscaling/v1/HorizontalPodAutoscaler"] = "HorizontalPodAutoscalerV1"
 
 #: Scalars that Go always encodes (non-pointer, omitempty in JSON): a zero value there means "absent".
 ZERO_MEANS_ABSENT = frozenset(

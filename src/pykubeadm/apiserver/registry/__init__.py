@@ -18,6 +18,7 @@ from pykubeadm.apiserver.registry.deployment import DeploymentStrategy
 from pykubeadm.apiserver.registry.endpoints import EndpointsStrategy
 from pykubeadm.apiserver.registry.endpointslice import EndpointSliceStrategy
 from pykubeadm.apiserver.registry.event import EventStrategy
+from pykubeadm.apiserver.registry.hpa import HPAV1Strategy
 from pykubeadm.apiserver.registry.job import JobStrategy
 from pykubeadm.apiserver.registry.lease import LeaseStrategy
 from pykubeadm.apiserver.registry.namespace import NamespaceStrategy
@@ -66,6 +67,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     PriorityClassStrategy(),
     APIServiceStrategy(),
     *generic_strategies(),
+    HPAV1Strategy(),  # after autoscaling/v2, the preferred version
     CRDStrategy(),
 )
 

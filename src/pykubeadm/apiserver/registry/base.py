@@ -119,6 +119,9 @@ class Strategy:
     #: DELETE answers the deleted object instead of a Status Success (kube's generic store `ReturnDeletedObject`,
     #: default false; true for pods, services, serviceaccounts).
     return_deleted_object: bool = False
+    #: A built-in kind served at more than one version stores every object at one of them: a version served but not
+    #: stored names the stored one here and converts with `to_storage` / `from_storage` (registry/versioned.py).
+    storage_version: str = ""
 
     # --- identity -------------------------------------------------------------------------------------------------
 
@@ -142,6 +145,14 @@ class Strategy:
     @property
     def has_status(self) -> bool:
         return "status" in self.subresources
+
+    def to_storage(self, obj: Obj) -> Obj:
+        """The object at `storage_version` (only called when it is set)."""
+        return obj
+
+    def from_storage(self, obj: Obj) -> Obj:
+        """A stored object at this version (only called when `storage_version` is set)."""
+        return obj
 
     # --- hooks ----------------------------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from pykubeadm.apiserver.registry.base import Obj
 from pykubeadm.apiserver.registry.generic import Column, GenericStrategy, KindSpec, age_column
+from pykubeadm.apiserver.registry.hpaconversion import drop_round_trip_annotations
 from pykubeadm.apiserver.registry.workloads import containers_images, selector_string
 from pykubeadm.apiserver.status import Cause
 
@@ -298,6 +299,7 @@ GENERIC_KINDS: tuple[KindSpec, ...] = (
         categories=("all",),
         subresources=("status",),
         defaults={"spec": {"minReplicas": 1}},
+        mutate=drop_round_trip_annotations,
         columns=(
             Column(
                 "Reference",

@@ -133,6 +133,10 @@ class Store:
         obj["apiVersion"] = self.strategy.api_version
         return obj
 
+    def encode(self, obj: Obj) -> bytes:
+        """The stored bytes of an object (its resourceVersion is the store's revision, never stored)."""
+        return _dumps(obj)
+
     def _nf(self, name: str) -> st.ApiError:
         return st.not_found(self.plural, self.group, name)
 
@@ -310,7 +314,7 @@ class Store:
                     raise st.already_exists(self.plural, self.group, meta["name"])
                 return obj
             try:
-                kv = await self.backend.create(key, _dumps(obj))
+                kv = await self.backend.create(key, self.encode(obj))
             except si.KeyExistsError:
                 if generate and attempt + 1 < _GENERATE_ATTEMPTS:
                     continue
@@ -411,7 +415,7 @@ class Store:
                     dkv = await self.backend.delete(key, kv.mod_revision)
                     new["metadata"]["resourceVersion"] = str(dkv.mod_revision)
                     return new, False
-                nkv = await self.backend.update(key, _dumps(new), kv.mod_revision)
+                nkv = await self.backend.update(key, self.encode(new), kv.mod_revision)
             except si.ConflictError as e:
                 self._forget(key)
                 if rv not in (None, ""):
@@ -478,7 +482,7 @@ class Store:
                     return marked, False
                 marked["metadata"].pop("resourceVersion", None)
                 try:
-                    nkv = await self.backend.update(key, _dumps(marked), kv.mod_revision)
+                    nkv = await self.backend.update(key, self.encode(marked), kv.mod_revision)
                 except si.ConflictError:
                     continue
                 except si.StoreError as e:
