@@ -123,7 +123,9 @@ async def _reconcile_policy_object(state: ApiState, obj: Obj) -> None:
         return
     if (cur["metadata"].get("annotations") or {}).get(AUTOUPDATE) == "false":
         return
-    fields = ("rules", "aggregationRule") if obj["kind"].endswith("Role") else ("subjects", "roleRef")
+    fields: tuple[str, ...] = ("rules", "aggregationRule") if obj["kind"].endswith("Role") else ("subjects", "roleRef")
+    if obj.get("aggregationRule") and cur.get("aggregationRule"):
+        fields = ("aggregationRule",)  # the clusterrole-aggregation controller owns the rules (kube's reconciler)
     if all(cur.get(f) == obj.get(f) for f in fields):
         return
 

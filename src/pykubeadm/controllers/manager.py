@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from pykubeadm.controllers.bootstrapsigner import BootstrapSignerController
+from pykubeadm.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from pykubeadm.controllers.cronjob import CronJobController
 from pykubeadm.controllers.csrapproving import CSRApprovingController
 from pykubeadm.controllers.csrcleaner import CSRCleanerController
@@ -90,6 +91,7 @@ CONTROLLERS: Final[dict[str, type[Controller]]] = {
     "ephemeral-volume": EphemeralVolumeController,
     "statefulset": StatefulSetController,
     "horizontalpodautoscaling": HorizontalController,
+    "clusterrole-aggregation": ClusterRoleAggregationController,
 }
 
 #: ≥1.28 long names → classic names.
@@ -122,6 +124,7 @@ ALIASES: Final[dict[str, str]] = {
     "ephemeral-volume-controller": "ephemeral-volume",
     "statefulset-controller": "statefulset",
     "horizontal-pod-autoscaler-controller": "horizontalpodautoscaling",
+    "clusterrole-aggregation-controller": "clusterrole-aggregation",
 }
 
 #: Every controller name kube-controller-manager knows (accepted in --controllers even if not implemented here).

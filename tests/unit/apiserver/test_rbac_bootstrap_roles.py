@@ -94,3 +94,33 @@ def test_restart_restores_drift_and_keeps_objects_that_opted_out(tmp_path: Path)
             await state.backend.close()
 
     asyncio.run(scenario())
+
+
+def test_restart_keeps_the_rules_aggregated_into_admin_edit_view(tmp_path: Path) -> None:
+    """The clusterrole-aggregation controller owns an aggregated role's rules: a restart puts back only its
+    aggregationRule (kube's reconciler), so rules aggregated from other roles do not vanish until the controller
+    writes them again."""
+
+    async def scenario() -> None:
+        state = await _state(tmp_path / "state.db")
+        roles = state.store(_RESOURCE["ClusterRole"])
+        try:
+            await reconcile_rbac_policy(state)
+            extra = {"apiGroups": ["metrics.k8s.io"], "resources": ["pods"], "verbs": ["get"]}
+
+            def aggregate(old: dict[str, Any] | None) -> dict[str, Any]:
+                new = copy.deepcopy(old or {})
+                new["rules"] = [*new["rules"], extra]
+                new["aggregationRule"] = {"clusterRoleSelectors": []}
+                return new
+
+            await roles.update("", "view", aggregate, SYSTEM_CTX)
+            await reconcile_rbac_policy(state)
+            view = await roles.get("", "view")
+            policy = {(o["kind"], o["metadata"]["name"]): o for o in default_policy()}
+            assert view["rules"][-1] == extra
+            assert view["aggregationRule"] == policy["ClusterRole", "view"]["aggregationRule"]
+        finally:
+            await state.backend.close()
+
+    asyncio.run(scenario())

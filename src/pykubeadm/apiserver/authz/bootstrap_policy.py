@@ -1,6 +1,8 @@
 """The default RBAC policy kube-apiserver reconciles at start (bootstrappolicy/policy.go, controller_policy.go,
 namespace_policy.go), as data: `default_policy()` returns full API objects; `NODE_RULES` is also the Node authorizer's
-static rule list. Aggregated roles (admin/edit/view) carry their aggregated rules directly (no aggregation controller).
+static rule list. The aggregated roles (admin/edit/view) are created with the rules of their system:aggregate-to-*
+parts, so an apiserver without a controller-manager grants them too; from then on the clusterrole-aggregation
+controller owns their rules (the reconciler at start only puts their aggregationRule back, as kube's does).
 """
 
 from __future__ import annotations
