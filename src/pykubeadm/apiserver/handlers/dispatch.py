@@ -9,7 +9,7 @@ from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.aggregator import discovery as agg_discovery
 from pykubeadm.apiserver.aggregator import maybe_proxy
 from pykubeadm.apiserver.handlers import delete as delete_h
-from pykubeadm.apiserver.handlers import eviction, podconnect, podlog, read, review, scale, watch, write
+from pykubeadm.apiserver.handlers import eviction, nodeproxy, podconnect, podlog, read, review, scale, watch, write
 from pykubeadm.apiserver.handlers import patch as patch_h
 from pykubeadm.apiserver.handlers.codec import encode_json, json_response
 from pykubeadm.apiserver.handlers.context import info_of, state_of
@@ -63,6 +63,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
             if verb != "get":
                 raise st.method_not_allowed()
             return await podlog.pod_log(request, store)
+        if info.resource == "nodes" and info.subresource == "proxy" and not info.api_group:
+            return await nodeproxy.node_proxy(request, store)
         if info.resource == "pods" and info.subresource in podconnect.CONNECT_SUBRESOURCES:
             return await podconnect.pod_connect(request, store)
         scalable = "scale" in store.strategy.subresources
