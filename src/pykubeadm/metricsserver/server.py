@@ -94,6 +94,10 @@ class _Metrics:
         return generate_latest(self.registry)
 
 
+#: Pods are listed as metadata only (metrics-server's metadata informer): names, namespaces and labels are all it needs.
+_METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
 class MetricsServer:
     """Watches Nodes and Pods through `client`, scrapes with `token()`, serves on the secure port."""
 
@@ -128,7 +132,9 @@ class MetricsServer:
         A list per resolution rather than a watch: the lab's Pods reach the API through kube-proxy's Service
         address, where a watch's events may be held back; a fresh list is never staler than the scrape it serves."""
         http = self.client._client._client  # lightkube's httpx client: plain JSON, no model decoding
-        nodes_resp, pods_resp = await asyncio.gather(http.get("/api/v1/nodes"), http.get("/api/v1/pods"))
+        nodes_resp, pods_resp = await asyncio.gather(
+            http.get("/api/v1/nodes"), http.get("/api/v1/pods", headers={"Accept": _METADATA_LIST})
+        )
         nodes_resp.raise_for_status()
         pods_resp.raise_for_status()
         nodes: dict[str, dict[str, Any]] = {}
