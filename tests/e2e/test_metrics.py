@@ -256,18 +256,8 @@ def test_hpa_scales_a_busy_deployment_up_and_back_down(lab: MetricsLab) -> None:
 def test_hpa_reports_a_missing_request(lab: MetricsLab) -> None:
     lab.kubectl("create", "deployment", "norequest", "--image=python:3.12-slim", "--", "python3", "-c",
                 "import time; time.sleep(100000)")  # fmt: skip
-    hpa = {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": "norequest", "namespace": "default"},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "norequest"},
-            "maxReplicas": 3,
-            "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
-                                                                                    "averageUtilization": 50}}}],
-        },
-    }  # fmt: skip
-    apply(lab, hpa)
+    res = lab.kubectl("autoscale", "deployment", "norequest", "--cpu-percent=50", "--min=1", "--max=3")  # v1
+    assert res.stdout.strip() == "horizontalpodautoscaler.autoscaling/norequest autoscaled"
 
     def failed() -> dict[str, Any] | None:
         obj = json.loads(lab.kubectl("get", "hpa", "norequest", "-o", "json").stdout)
@@ -281,6 +271,23 @@ def test_hpa_reports_a_missing_request(lab: MetricsLab) -> None:
         "the HPA was unable to compute the replica count: failed to get cpu utilization: missing request for cpu in "
         "container python of Pod norequest-"
     ), active
+
+
+def test_node_proxy_reaches_the_kubelets_resource_metrics(lab: MetricsLab) -> None:
+    out = lab.kubectl("get", "--raw", "/api/v1/nodes/lab-worker/proxy/metrics/resource").stdout
+    assert "# TYPE node_cpu_usage_seconds_total counter" in out and "container_cpu_usage_seconds_total{" in out
+
+
+def test_view_aggregates_the_metrics_reader(lab: MetricsLab) -> None:
+    viewer = "--as=system:serviceaccount:default:viewer"
+    lab.kubectl("create", "rolebinding", "viewer", "--clusterrole=view", "--serviceaccount=default:viewer")
+
+    def allowed() -> bool:
+        return lab.kubectl("auth", "can-i", "list", "pods.metrics.k8s.io", viewer, check=False).stdout.strip() == "yes"
+
+    wait_for(allowed, 30, "view to aggregate system:aggregated-metrics-reader")
+    res = lab.kubectl("top", "pods", viewer, check=False)
+    assert res.returncode == 0 or "metrics not available yet" in res.stderr, res
 
 
 def _kcm_log(lab: Lab) -> str:

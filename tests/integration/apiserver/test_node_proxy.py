@@ -3,33 +3,28 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import ssl
-import threading
 from collections.abc import Iterator
 
 import pytest
 from aiohttp import web
 
 from pykubeadm.kubelet.server import KubeletServer
-from pykubeadm.testing.apiserver import free_port, running_apiserver
+from pykubeadm.testing.apiserver import running_apiserver
+from pykubeadm.testing.webapp import serve_app_in_thread
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("kubectl_available")]
 
 
 class Kubelet:
-    """Our KubeletServer on 127.0.0.1 in a thread (node n1, one Pod), recording the client certificate's CN."""
+    """Our KubeletServer (node n1, one Pod), recording the CN of each client certificate."""
 
-    def __init__(self, ctx: ssl.SSLContext):
-        self.port = free_port()
-        self.ctx = ctx
+    def __init__(self) -> None:
         self.client_cns: list[str] = []
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.runner: web.AppRunner | None = None
+        self.port = 0
 
-    async def _start(self) -> None:
+    def app(self) -> web.Application:
         pod = {"metadata": {"namespace": "default", "name": "web"}, "spec": {"containers": [{"name": "app"}]}}
         server = KubeletServer(
             node_name="n1",
@@ -40,31 +35,17 @@ class Kubelet:
             authorization_mode="AlwaysAllow",
             resource_targets=lambda: [],
         )
-        kubelet = self
 
         @web.middleware
         async def record(request: web.Request, handler):  # type: ignore[no-untyped-def]
             peer = request.transport.get_extra_info("peercert") if request.transport else None
             cn = next((v for rdn in (peer or {}).get("subject", ()) for k, v in rdn if k == "commonName"), "")
-            kubelet.client_cns.append(cn)
+            self.client_cns.append(cn)
             return await handler(request)
 
         app = server.app()
         app.middlewares.insert(0, record)
-        self.runner = web.AppRunner(app)
-        await self.runner.setup()
-        await web.TCPSite(self.runner, "127.0.0.1", self.port, ssl_context=self.ctx).start()
-
-    def __enter__(self) -> Kubelet:
-        self.thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(10)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        if self.runner is not None:
-            asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
+        return app
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +56,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, 
         ctx.load_cert_chain(str(cert), str(key))
         ctx.load_verify_locations(str(api.pki.ca_cert))
         ctx.verify_mode = ssl.CERT_REQUIRED
-        with Kubelet(ctx) as kubelet:
+        kubelet = Kubelet()
+        with serve_app_in_thread(kubelet.app, ssl_context=ctx) as url:
+            kubelet.port = int(url.rsplit(":", 1)[1])
             from kubernetes import client
 
             c = api.python_client()

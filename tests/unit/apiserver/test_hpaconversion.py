@@ -49,8 +49,14 @@ def _v2() -> dict:
         "status": {
             "currentReplicas": 2,
             "desiredReplicas": 3,
-            "currentMetrics": [{"type": "Resource", "resource": {"name": "cpu",
-                                                                 "current": {"averageUtilization": 75, "averageValue": "75m"}}}],
+            "currentMetrics": [
+                {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 75, "averageValue": "75m"}}},
+                {"type": "Pods", "pods": {"metric": {"name": "qps"}, "current": {"averageValue": "12"}}},
+                {"type": "External", "external": {"metric": {"name": "queue", "selector": {"matchLabels": {"q": "a"}}},
+                                                  "current": {"value": "31"}}},
+                {"type": "Object", "object": {"describedObject": REF, "metric": {"name": "hits"},
+                                              "current": {"value": "5", "averageValue": "1"}}},
+            ],
             "conditions": [{"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound", "message": "m"}],
         },
     }  # fmt: skip
@@ -80,7 +86,14 @@ def test_v2_to_v1_keeps_the_rest_in_annotations():
                     "Policies": [{"Type": "Percent", "Value": 100, "PeriodSeconds": 15}]},
         "ScaleDown": None,
     }  # fmt: skip
-    assert json.loads(notes[CURRENT_METRICS_ANNOTATION])[0]["resource"]["currentAverageUtilization"] == 75
+    current = json.loads(notes[CURRENT_METRICS_ANNOTATION])
+    assert current[0]["resource"] == {"name": "cpu", "currentAverageUtilization": 75, "currentAverageValue": "75m"}
+    assert current[1:] == [
+        {"type": "Pods", "pods": {"metricName": "qps", "currentAverageValue": "12"}},
+        {"type": "External", "external": {"metricName": "queue", "metricSelector": {"matchLabels": {"q": "a"}},
+                                          "currentValue": "31"}},
+        {"type": "Object", "object": {"target": REF, "metricName": "hits", "currentValue": "5", "averageValue": "1"}},
+    ]  # fmt: skip
     assert json.loads(notes[CONDITIONS_ANNOTATION])[0]["reason"] == "ValidMetricFound"
 
 

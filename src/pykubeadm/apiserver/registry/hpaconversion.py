@@ -69,186 +69,116 @@ def drop_round_trip_annotations(obj: Obj) -> None:
 
 # --- metric specs and statuses: v2 ↔ v1 (v2beta1 shape) --------------------------------------------------------------
 
+#: Per metric type: v2's member name and its fields as (v1 field, v2 dotted path, what v1 holds when v2 has nothing:
+#: None for v1's optional fields, a zero value for those Go always encodes), in v1's order, for specs (targets) and
+#: statuses (current values).
+_Fields = tuple[tuple[str, str, Any], ...]
+_NAME: _Fields = (("name", "name", ""),)
+_SPEC: dict[str, tuple[str, _Fields]] = {
+    "Resource": ("resource", (*_NAME, ("targetAverageUtilization", "target.averageUtilization", None),
+                              ("targetAverageValue", "target.averageValue", None))),
+    "ContainerResource": ("containerResource", (*_NAME, ("container", "container", ""),
+                                                ("targetAverageUtilization", "target.averageUtilization", None),
+                                                ("targetAverageValue", "target.averageValue", None))),
+    "Pods": ("pods", (("metricName", "metric.name", ""), ("targetAverageValue", "target.averageValue", "0"),
+                      ("selector", "metric.selector", None))),
+    "Object": ("object", (("target", "describedObject", {}), ("metricName", "metric.name", ""),
+                          ("targetValue", "target.value", "0"), ("selector", "metric.selector", None),
+                          ("averageValue", "target.averageValue", None))),
+    "External": ("external", (("metricName", "metric.name", ""), ("metricSelector", "metric.selector", None),
+                              ("targetValue", "target.value", None),
+                              ("targetAverageValue", "target.averageValue", None))),
+}  # fmt: skip
+_STATUS: dict[str, tuple[str, _Fields]] = {
+    "Resource": ("resource", (*_NAME, ("currentAverageUtilization", "current.averageUtilization", None),
+                              ("currentAverageValue", "current.averageValue", "0"))),
+    "ContainerResource": ("containerResource", (*_NAME, ("container", "container", ""),
+                                                ("currentAverageUtilization", "current.averageUtilization", None),
+                                                ("currentAverageValue", "current.averageValue", "0"))),
+    "Pods": ("pods", (("metricName", "metric.name", ""), ("currentAverageValue", "current.averageValue", "0"),
+                      ("selector", "metric.selector", None))),
+    "Object": ("object", (("target", "describedObject", {}), ("metricName", "metric.name", ""),
+                          ("currentValue", "current.value", "0"), ("selector", "metric.selector", None),
+                          ("averageValue", "current.averageValue", None))),
+    "External": ("external", (("metricName", "metric.name", ""), ("metricSelector", "metric.selector", None),
+                              ("currentValue", "current.value", "0"),
+                              ("currentAverageValue", "current.averageValue", None))),
+}  # fmt: skip
 
-def _metric_to_v1(m: Obj) -> Obj:
+
+def _get_path(d: Obj, dotted: str) -> Any:
+    cur: Any = d
+    for part in dotted.split("."):
+        cur = cur.get(part) if isinstance(cur, dict) else None
+    return cur
+
+
+def _set_path(d: Obj, dotted: str, value: Any) -> None:
+    *parents, last = dotted.split(".")
+    for part in parents:
+        d = d.setdefault(part, {})
+    d[last] = value
+
+
+def _member_to_v1(m: Obj, table: dict[str, tuple[str, _Fields]]) -> Obj:
     kind = m.get("type", "")
     out: Obj = {"type": kind}
-    if kind in ("Resource", "ContainerResource"):
-        src = m.get("resource" if kind == "Resource" else "containerResource") or {}
-        target = src.get("target") or {}
-        body = {
-            "name": src.get("name", ""),
-            "container": src.get("container") if kind == "ContainerResource" else None,
-            "targetAverageUtilization": target.get("averageUtilization"),
-            "targetAverageValue": target.get("averageValue"),
-        }
-        out["resource" if kind == "Resource" else "containerResource"] = _pruned(body)
-    elif kind == "Pods":
-        src = m.get("pods") or {}
-        metric, target = src.get("metric") or {}, src.get("target") or {}
-        out["pods"] = _pruned(
-            {
-                "metricName": metric.get("name", ""),
-                "targetAverageValue": target.get("averageValue", "0"),
-                "selector": metric.get("selector"),
-            }
-        )
-    elif kind == "Object":
-        src = m.get("object") or {}
-        metric, target = src.get("metric") or {}, src.get("target") or {}
-        out["object"] = _pruned(
-            {
-                "target": src.get("describedObject") or {},
-                "metricName": metric.get("name", ""),
-                "targetValue": target.get("value", "0"),
-                "selector": metric.get("selector"),
-                "averageValue": target.get("averageValue"),
-            }
-        )
-    elif kind == "External":
-        src = m.get("external") or {}
-        metric, target = src.get("metric") or {}, src.get("target") or {}
-        out["external"] = _pruned(
-            {
-                "metricName": metric.get("name", ""),
-                "metricSelector": metric.get("selector"),
-                "targetValue": target.get("value"),
-                "targetAverageValue": target.get("averageValue"),
-            }
-        )
+    if kind in table:
+        member, fields = table[kind]
+        src = m.get(member) or {}
+        body = {}
+        for v1_field, v2_path, zero in fields:
+            value = _get_path(src, v2_path)
+            body[v1_field] = zero if value is None else value
+        out[member] = _pruned(body)
     return out
+
+
+def _target_type(kind: str, target: Obj) -> str:
+    """The v2 target type a v1 metric implies (kube's v1 → internal conversion)."""
+    if target.get("averageUtilization") is not None:
+        return "Utilization"
+    if kind == "Object":
+        return "Value" if target.get("averageValue") is None else "AverageValue"
+    if kind == "External":
+        return "AverageValue" if target.get("value") is None else "Value"
+    return "AverageValue"
+
+
+def _member_to_v2(m: Obj, table: dict[str, tuple[str, _Fields]], spec: bool) -> Obj:
+    kind = m.get("type", "")
+    out: Obj = {"type": kind}
+    if kind in table:
+        member, fields = table[kind]
+        src = m.get(member) or {}
+        body: Obj = {"target": {}} if spec else {"current": {}}
+        for v1_field, v2_path, zero in fields:
+            value = src.get(v1_field)
+            if value is None:
+                if zero is None or "." in v2_path:  # optional, or a quantity v1 left out: absent in v2 too
+                    continue
+                value = zero
+            _set_path(body, v2_path, value)
+        if spec:
+            body["target"] = {"type": _target_type(kind, body["target"]), **body["target"]}
+        out[member] = body
+    return out
+
+
+def _metric_to_v1(m: Obj) -> Obj:
+    return _member_to_v1(m, _SPEC)
 
 
 def _metric_to_v2(m: Obj) -> Obj:
-    kind = m.get("type", "")
-    out: Obj = {"type": kind}
-    if kind in ("Resource", "ContainerResource"):
-        src = m.get("resource" if kind == "Resource" else "containerResource") or {}
-        utilization = src.get("targetAverageUtilization")
-        target = _pruned(
-            {
-                "type": "AverageValue" if utilization is None else "Utilization",
-                "averageUtilization": utilization,
-                "averageValue": src.get("targetAverageValue"),
-            }
-        )
-        body = {"name": src.get("name", ""), "container": src.get("container"), "target": target}
-        out["resource" if kind == "Resource" else "containerResource"] = _pruned(body)
-    elif kind == "Pods":
-        src = m.get("pods") or {}
-        out["pods"] = {
-            "metric": _pruned({"name": src.get("metricName", ""), "selector": src.get("selector")}),
-            "target": {"type": "AverageValue", "averageValue": src.get("targetAverageValue", "0")},
-        }
-    elif kind == "Object":
-        src = m.get("object") or {}
-        average = src.get("averageValue")
-        out["object"] = {
-            "describedObject": src.get("target") or {},
-            "metric": _pruned({"name": src.get("metricName", ""), "selector": src.get("selector")}),
-            "target": _pruned(
-                {
-                    "type": "Value" if average is None else "AverageValue",
-                    "value": src.get("targetValue", "0"),
-                    "averageValue": average,
-                }
-            ),
-        }
-    elif kind == "External":
-        src = m.get("external") or {}
-        value = src.get("targetValue")
-        out["external"] = {
-            "metric": _pruned({"name": src.get("metricName", ""), "selector": src.get("metricSelector")}),
-            "target": _pruned(
-                {
-                    "type": "AverageValue" if value is None else "Value",
-                    "value": value,
-                    "averageValue": src.get("targetAverageValue"),
-                }
-            ),
-        }
-    return out
+    return _member_to_v2(m, _SPEC, spec=True)
 
 
 def _status_to_v1(m: Obj) -> Obj:
-    kind = m.get("type", "")
-    out: Obj = {"type": kind}
-    if kind in ("Resource", "ContainerResource"):
-        src = m.get("resource" if kind == "Resource" else "containerResource") or {}
-        current = src.get("current") or {}
-        body = {
-            "name": src.get("name", ""),
-            "container": src.get("container") if kind == "ContainerResource" else None,
-            "currentAverageUtilization": current.get("averageUtilization"),
-            "currentAverageValue": current.get("averageValue", "0"),
-        }
-        out["resource" if kind == "Resource" else "containerResource"] = _pruned(body)
-    elif kind == "Pods":
-        src = m.get("pods") or {}
-        metric, current = src.get("metric") or {}, src.get("current") or {}
-        out["pods"] = _pruned(
-            {
-                "metricName": metric.get("name", ""),
-                "currentAverageValue": current.get("averageValue", "0"),
-                "selector": metric.get("selector"),
-            }
-        )
-    elif kind == "Object":
-        src = m.get("object") or {}
-        metric, current = src.get("metric") or {}, src.get("current") or {}
-        out["object"] = _pruned(
-            {
-                "target": src.get("describedObject") or {},
-                "metricName": metric.get("name", ""),
-                "currentValue": current.get("value", "0"),
-                "selector": metric.get("selector"),
-                "averageValue": current.get("averageValue"),
-            }
-        )
-    elif kind == "External":
-        src = m.get("external") or {}
-        metric, current = src.get("metric") or {}, src.get("current") or {}
-        out["external"] = _pruned(
-            {
-                "metricName": metric.get("name", ""),
-                "metricSelector": metric.get("selector"),
-                "currentValue": current.get("value", "0"),
-                "currentAverageValue": current.get("averageValue"),
-            }
-        )
-    return out
+    return _member_to_v1(m, _STATUS)
 
 
 def _status_to_v2(m: Obj) -> Obj:
-    kind = m.get("type", "")
-    out: Obj = {"type": kind}
-    if kind in ("Resource", "ContainerResource"):
-        src = m.get("resource" if kind == "Resource" else "containerResource") or {}
-        current = _pruned(
-            {"averageValue": src.get("currentAverageValue"), "averageUtilization": src.get("currentAverageUtilization")}
-        )
-        body = {"name": src.get("name", ""), "container": src.get("container"), "current": current}
-        out["resource" if kind == "Resource" else "containerResource"] = _pruned(body)
-    elif kind == "Pods":
-        src = m.get("pods") or {}
-        out["pods"] = {
-            "metric": _pruned({"name": src.get("metricName", ""), "selector": src.get("selector")}),
-            "current": _pruned({"averageValue": src.get("currentAverageValue")}),
-        }
-    elif kind == "Object":
-        src = m.get("object") or {}
-        out["object"] = {
-            "describedObject": src.get("target") or {},
-            "metric": _pruned({"name": src.get("metricName", ""), "selector": src.get("selector")}),
-            "current": _pruned({"value": src.get("currentValue"), "averageValue": src.get("averageValue")}),
-        }
-    elif kind == "External":
-        src = m.get("external") or {}
-        out["external"] = {
-            "metric": _pruned({"name": src.get("metricName", ""), "selector": src.get("metricSelector")}),
-            "current": _pruned({"value": src.get("currentValue"), "averageValue": src.get("currentAverageValue")}),
-        }
-    return out
+    return _member_to_v2(m, _STATUS, spec=False)
 
 
 # --- behavior: v2 ↔ the internal type's JSON (Go field names) --------------------------------------------------------
