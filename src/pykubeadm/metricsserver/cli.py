@@ -107,7 +107,7 @@ def command(**opts: Any) -> None:
         await server.run()
 
     try:
-        aio.run(main())
+        aio.run(main(), default="asyncio")  # one scrape per resolution: its RSS budget matters more than uvloop
     except OSError as err:
         logging.getLogger("metrics-server").critical("failed to start: %s", err)
         sys.exit(1)
