@@ -245,19 +245,36 @@ def _is_cpu_utilization(m: Obj) -> bool:
     )
 
 
-def to_v1(obj: Obj) -> Obj:
-    """An autoscaling/v2 HorizontalPodAutoscaler (a stored object) as autoscaling/v1."""
+def _common(obj: Obj, api_version: str) -> tuple[Obj, Obj, Obj, Obj, Obj, Obj]:
+    """What both directions share: (source spec, source status, the object without spec and status at
+    `api_version`, a copy of its annotations, the new spec and status with the fields both versions have)."""
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     out: Obj = {k: v for k, v in obj.items() if k not in ("spec", "status")}
-    out["apiVersion"] = _V1
-    meta = dict(obj.get("metadata") or {})
-    annotations = dict(meta.get("annotations") or {})
+    out["apiVersion"] = api_version
+    annotations = dict((obj.get("metadata") or {}).get("annotations") or {})
+    new_spec: Obj = {"scaleTargetRef": spec.get("scaleTargetRef") or {}}
+    new_spec.update({f: spec[f] for f in ("minReplicas", "maxReplicas") if f in spec})
+    new_status: Obj = {f: status[f] for f in ("observedGeneration", "lastScaleTime") if status.get(f) is not None}
+    return spec, status, out, annotations, new_spec, new_status
+
+
+def _finish(out: Obj, annotations: Obj, spec: Obj, status: Obj) -> Obj:
+    meta = dict(out.get("metadata") or {})
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
+    out["metadata"] = meta
+    out["spec"] = spec
+    out["status"] = status
+    return out
+
+
+def to_v1(obj: Obj) -> Obj:
+    """An autoscaling/v2 HorizontalPodAutoscaler (a stored object) as autoscaling/v1."""
+    spec, status, out, annotations, v1_spec, v1_status = _common(obj, _V1)
     for key in _ROUND_TRIP:
         annotations.pop(key, None)
-    v1_spec: Obj = {"scaleTargetRef": spec.get("scaleTargetRef") or {}}
-    for f in ("minReplicas", "maxReplicas"):
-        if f in spec:
-            v1_spec[f] = spec[f]
     metrics = [m for m in spec.get("metrics") or [] if isinstance(m, dict)]
     for m in metrics:
         if m.get("type") == "Resource" and (m.get("resource") or {}).get("name") == "cpu":
@@ -265,10 +282,6 @@ def to_v1(obj: Obj) -> Obj:
             if target.get("averageUtilization") is not None:
                 v1_spec["targetCPUUtilizationPercentage"] = target["averageUtilization"]
             break
-    v1_status: Obj = {}
-    for f in ("observedGeneration", "lastScaleTime"):
-        if status.get(f) is not None:
-            v1_status[f] = status[f]
     v1_status["currentReplicas"] = status.get("currentReplicas", 0)
     v1_status["desiredReplicas"] = status.get("desiredReplicas", 0)
     current = [m for m in status.get("currentMetrics") or [] if isinstance(m, dict)]
@@ -289,14 +302,7 @@ def to_v1(obj: Obj) -> Obj:
         annotations[BEHAVIOR_ANNOTATION] = _dumps(_behavior_to_internal(spec["behavior"]))
     if status.get("conditions"):
         annotations[CONDITIONS_ANNOTATION] = _dumps(status["conditions"])
-    if annotations:
-        meta["annotations"] = annotations
-    else:
-        meta.pop("annotations", None)
-    out["metadata"] = meta
-    out["spec"] = v1_spec
-    out["status"] = v1_status
-    return out
+    return _finish(out, annotations, v1_spec, v1_status)
 
 
 def _annotation(annotations: Obj, key: str) -> Any:
@@ -309,15 +315,7 @@ def _annotation(annotations: Obj, key: str) -> Any:
 def to_v2(obj: Obj) -> Obj:
     """An autoscaling/v1 HorizontalPodAutoscaler as autoscaling/v2 (what is stored); a round-trip annotation that is
     not valid JSON is a 400 naming it."""
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    out: Obj = {k: v for k, v in obj.items() if k not in ("spec", "status")}
-    out["apiVersion"] = _V2
-    meta = dict(obj.get("metadata") or {})
-    annotations = dict(meta.get("annotations") or {})
-    v2_spec: Obj = {"scaleTargetRef": spec.get("scaleTargetRef") or {}}
-    for f in ("minReplicas", "maxReplicas"):
-        if f in spec:
-            v2_spec[f] = spec[f]
+    spec, status, out, annotations, v2_spec, v2_status = _common(obj, _V2)
     metrics: list[Obj] = []
     if METRICS_ANNOTATION in annotations:
         listed = _annotation(annotations, METRICS_ANNOTATION)
@@ -334,10 +332,6 @@ def to_v2(obj: Obj) -> Obj:
             v2_spec["behavior"] = _behavior_from_internal(_annotation(annotations, BEHAVIOR_ANNOTATION))
         except ValueError as e:
             raise st.bad_request(f"the annotation {BEHAVIOR_ANNOTATION} is not valid: {e}") from None
-    v2_status: Obj = {}
-    for f in ("observedGeneration", "lastScaleTime"):
-        if status.get(f) is not None:
-            v2_status[f] = status[f]
     if status.get("currentReplicas"):
         v2_status["currentReplicas"] = status["currentReplicas"]
     v2_status["desiredReplicas"] = status.get("desiredReplicas", 0)
@@ -352,11 +346,4 @@ def to_v2(obj: Obj) -> Obj:
         v2_status["conditions"] = [c for c in listed or [] if isinstance(c, dict)]
     for key in _ROUND_TRIP:
         annotations.pop(key, None)
-    if annotations:
-        meta["annotations"] = annotations
-    else:
-        meta.pop("annotations", None)
-    out["metadata"] = meta
-    out["spec"] = v2_spec
-    out["status"] = v2_status
-    return out
+    return _finish(out, annotations, v2_spec, v2_status)
