@@ -114,6 +114,16 @@ def api_resource_list(group: str, version: str, extra: Sequence[Strategy] = ()) 
             if sub in _SUB_KINDS:  # the subresource's kind lives in another group
                 entry["group"], entry["version"], entry["kind"] = _SUB_KINDS[sub]
             resources.append(entry)
+        if s.plural == "nodes":  # the proxy to the node's kubelet (handlers/nodeproxy.py)
+            resources.append(
+                {
+                    "name": "nodes/proxy",
+                    "singularName": "",
+                    "namespaced": False,
+                    "kind": "NodeProxyOptions",
+                    "verbs": ["create", "delete", "get", "patch", "update"],
+                }
+            )
         if s.plural == "serviceaccounts":
             resources.append(
                 {

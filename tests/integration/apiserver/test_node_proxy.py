@@ -87,6 +87,9 @@ def test_kubectl_get_raw_metrics_resource_through_the_node_proxy(cluster) -> Non
 
 def test_kubelet_answers_pass_through_and_rbac_guards(cluster) -> None:  # type: ignore[no-untyped-def]
     api, _ = cluster
+    core = json.loads(api.kubectl("get", "--raw", "/api/v1").stdout)  # type: ignore[attr-defined]
+    proxy = next(r for r in core["resources"] if r["name"] == "nodes/proxy")
+    assert proxy["kind"] == "NodeProxyOptions" and proxy["verbs"] == ["create", "delete", "get", "patch", "update"]
     missing = api.kubectl("get", "--raw", "/api/v1/nodes/n1/proxy/no/such/path", check=False)  # type: ignore[attr-defined]
     assert missing.returncode != 0 and "NotFound" in missing.stderr
     gone = api.kubectl("get", "--raw", "/api/v1/nodes/n2/proxy/metrics/resource", check=False)  # type: ignore[attr-defined]
