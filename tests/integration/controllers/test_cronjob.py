@@ -22,7 +22,7 @@ from lightkube.resources.core_v1 import Event, Namespace
 from lightkube.types import PatchType
 
 from pykubeadm.client import async_client
-from pykubeadm.controllers.cronjob import SCHEDULED_TIMESTAMP_ANNOTATION, CronJobController
+from pykubeadm.controllers.cronjob.controller import SCHEDULED_TIMESTAMP_ANNOTATION, CronJobController
 from pykubeadm.controllers.runtime import ControllerContext, cancel_and_wait, run_with_informers
 from pykubeadm.testing.apiserver import ApiServer
 
