@@ -117,7 +117,7 @@ def _program_rss(ports: list[int], pods: int, seconds: float) -> float:
 async def _serve(nodes: int, pods: int, scrapes: int, program_seconds: float) -> dict[str, object]:
     from aiohttp import web
 
-    from pykubeadm.controllers.serving import self_signed_pair
+    from pykubeadm.controllers.app.serving import self_signed_pair
     from pykubeadm.kubelet.resourcemetrics import ContainerTarget, render_resource_metrics
 
     cert, key = self_signed_pair("localhost", ["127.0.0.1"], [])

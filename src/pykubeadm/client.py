@@ -544,7 +544,9 @@ class Informer(Generic[Res]):
 
     After the first list `synced` is set. A dropped watch resumes from the last resourceVersion seen; 410 Gone (or an
     ERROR event with code 410) triggers a fresh list whose differences with the cache become ADDED/MODIFIED/DELETED
-    events, so handlers never miss a deletion. `resync` (seconds) re-delivers every cached object as MODIFIED.
+    events, so handlers never miss a deletion. An object that does not decode is logged and the informer lists again
+    after its back-off (client-go's reflector), never ending. `resync` (seconds) re-delivers every cached object as
+    MODIFIED.
     """
 
     def __init__(
@@ -673,6 +675,11 @@ class Informer(Generic[Res]):
                 except (httpx2.HTTPError, OSError) as err:
                     log.info("%s watch interrupted: %s; resuming", self.res.__name__, err)
                     need_list = need_list or self.resource_version is None
+                    await asyncio.sleep(self.backoff)
+                except Exception as err:  # an object that does not decode: list again after the back-off, as a
+                    # reflector does; the informer (and the component that runs it) goes on
+                    log.error("%s list/watch failed to decode an object: %s; listing again", self.res.__name__, err)
+                    need_list = True
                     await asyncio.sleep(self.backoff)
         finally:
             if resync_task:

@@ -22,7 +22,8 @@ from pykubeadm.apiserver.admission.certificates import CertificateSubjectRestric
 from pykubeadm.apiserver.admission.interfaces import AdmissionAttributes, AdmissionError, Operation
 from pykubeadm.apiserver.authn.user import UserInfo
 from pykubeadm.apiserver.registry import csr as csr_registry
-from pykubeadm.controllers import csrapproving, csrutil
+from pykubeadm.controllers.certificates import csrutil
+from pykubeadm.controllers.certificates.approver import controller as csrapproving
 from pykubeadm.errors import KubeconfigError
 from pykubeadm.kubeconfig.config import client_cert_and_key_pem, current_cluster, current_user, parse_kubeconfig
 from tests.fuzz import fuzz_settings

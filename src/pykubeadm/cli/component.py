@@ -15,7 +15,7 @@ __all__ = ["COMPONENTS", "command"]
 #: component name → module exposing a click command named `command`.
 COMPONENTS: dict[str, str] = {
     "kube-apiserver": "pykubeadm.apiserver.cli",
-    "kube-controller-manager": "pykubeadm.controllers.cli",
+    "kube-controller-manager": "pykubeadm.controllers.app.cli",
     "kube-scheduler": "pykubeadm.scheduler.cli",
     "kubelet": "pykubeadm.kubelet.cli",
     "kube-proxy": "pykubeadm.proxy.cli",

@@ -6,7 +6,7 @@ from the elector at scrape time, and client-go's work queue metrics for every qu
 workqueue_adds_total, workqueue_depth, workqueue_queue_duration_seconds, workqueue_work_duration_seconds,
 workqueue_retries_total, workqueue_unfinished_work_seconds and workqueue_longest_running_processor_seconds, labelled
 {name=<controller>}. The queue's hot path is a counter increment and a dict write; the gauges of work in progress
-are computed when scraped. Served as GET /metrics by controllers/serving.py's HealthServer.
+are computed when scraped. Served as GET /metrics by controllers/app/serving.py's HealthServer.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from pykubeadm import constants as c
-from pykubeadm.controllers.daemon import configure_logging, run_until_signalled
+from pykubeadm.controllers.app.daemon import configure_logging, run_until_signalled
 
 __all__ = ["command"]
 

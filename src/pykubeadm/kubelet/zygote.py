@@ -105,7 +105,7 @@ ADDON_MODULES = (
     "lightkube",
     "pykubeadm.client",
     "pykubeadm.util.aiohttptransport",
-    "pykubeadm.controllers.daemon",
+    "pykubeadm.controllers.app.daemon",
     "pykubeadm.proxy.cli",
     "pykubeadm.proxy.server",
     "pykubeadm.dns.cli",

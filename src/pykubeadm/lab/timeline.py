@@ -144,7 +144,7 @@ def _csr_steps(prefix: str, csr: dict[str, Any] | None) -> list[Step]:
 
 def _node_csrs(csrs: Iterable[dict[str, Any]], node: str, signer: str) -> list[dict[str, Any]]:
     """The CSRs of `signer` whose subject is this node (the requester may be a bootstrap token), oldest first."""
-    from pykubeadm.controllers.csrutil import CSRParseError, parse_csr
+    from pykubeadm.controllers.certificates.csrutil import CSRParseError, parse_csr
 
     out = []
     for csr in csrs:

@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from pykubeadm.client import async_client
-from pykubeadm.controllers.daemon import new_elector, run_until_signalled
+from pykubeadm.controllers.app.daemon import new_elector, run_until_signalled
 from pykubeadm.controllers.runtime import ControllerContext, run_with_informers
 from pykubeadm.localpath.config import ConfigError, ProvisionerConfig, parse_config
 from pykubeadm.localpath.provisioner import HELPER_TIMEOUT, PROVISIONER_NAME, LocalPathProvisioner

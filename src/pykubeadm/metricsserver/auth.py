@@ -5,7 +5,7 @@ front-proxy headers (`X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-*`), bel
 client certificate verifies against `requestheader-client-ca-file` and its CN is among `requestheader-allowed-names`,
 all read from the ConfigMap kube-system/extension-apiserver-authentication (the apiserver's RequestHeaderAuthenticator
 judges them); other callers authenticate with a client certificate of the cluster's client CA or a bearer token
-(TokenReview), through controllers.delegatedauth, or are anonymous.
+(TokenReview), through controllers.app.delegatedauth, or are anonymous.
 Authorization: /livez, /readyz and /healthz always; the `system:masters` group always; a metrics.k8s.io request is a
 SubjectAccessReview of its resource attributes (verb get/list/watch, group, version, resource, namespace, name), any
 other path one of the path and method. Decisions are cached for 10 s.
@@ -27,7 +27,7 @@ from lightkube.resources.core_v1 import ConfigMap
 from pykubeadm import constants as c
 from pykubeadm.apiserver.authn.requestheader import RequestHeaderAuthenticator, RequestHeaderConfig
 from pykubeadm.apiserver.authn.user import AuthenticationError, AuthRequest
-from pykubeadm.controllers.delegatedauth import DelegatingAuth, User
+from pykubeadm.controllers.app.delegatedauth import DelegatingAuth, User
 from pykubeadm.errors import CertError
 from pykubeadm.pki.certs import parse_certs_pem
 from pykubeadm.util.tlsclientauth import peer_certificates

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from pykubeadm.controllers.flags import GoDuration, bool_flag
+from pykubeadm.controllers.app.flags import GoDuration, bool_flag
 
 __all__ = ["command"]
 
@@ -61,7 +61,7 @@ def command(**opts: Any) -> None:
     """The built-in metrics-server: scrape the kubelets' resource metrics and serve metrics.k8s.io."""
     from datetime import timedelta
 
-    from pykubeadm.controllers.daemon import configure_logging
+    from pykubeadm.controllers.app.daemon import configure_logging
 
     configure_logging(opts["verbosity"])
     resolution: timedelta = opts["metric_resolution"]

@@ -23,8 +23,8 @@ from lightkube import AsyncClient
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from pykubeadm import constants as c
-from pykubeadm.controllers.delegatedauth import DelegatingAuth
-from pykubeadm.controllers.serving import self_signed_pair
+from pykubeadm.controllers.app.delegatedauth import DelegatingAuth
+from pykubeadm.controllers.app.serving import self_signed_pair
 from pykubeadm.metricsserver.api import MetricsAPI, resource_request
 from pykubeadm.metricsserver.auth import ExtensionAuth
 from pykubeadm.metricsserver.scrape import Scraper

@@ -3,7 +3,7 @@ ExtKeyUsageAny), host name / IP verification (Certificate.VerifyHostname), and t
 the x509 authenticators (a chain to one of the client CAs, allowing client auth).
 
 Called by pki.create (reuse of existing files, external CA detection), pki.renewal, and the kubelet's and the
-controller-manager's / scheduler's secure servers (kubelet/server.py, controllers/delegatedauth.py).
+controller-manager's / scheduler's secure servers (kubelet/server.py, controllers/app/delegatedauth.py).
 """
 
 from __future__ import annotations

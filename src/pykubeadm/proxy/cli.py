@@ -22,8 +22,8 @@ import yaml
 from click.core import ParameterSource
 
 from pykubeadm import constants as c
-from pykubeadm.controllers.daemon import configure_logging, run_until_signalled
-from pykubeadm.controllers.flags import GoBool, GoDuration
+from pykubeadm.controllers.app.daemon import configure_logging, run_until_signalled
+from pykubeadm.controllers.app.flags import GoBool, GoDuration
 from pykubeadm.proxy import nftables
 from pykubeadm.proxy.config import ConfigError, parse_config
 from pykubeadm.util.goduration import format_duration

@@ -3,7 +3,7 @@
 Accepts the flags kubeadm writes (--kubeconfig, --authentication-kubeconfig, --authorization-kubeconfig,
 --bind-address, --leader-elect) plus --secure-port and the leader-election tuning flags; unknown flags are a startup
 error. Serves HTTPS /healthz, /livez and /readyz on --bind-address:--secure-port (10259), /metrics there behind
-delegated authentication and authorization (controllers/delegatedauth.py) and, while holding the Lease
+delegated authentication and authorization (controllers/app/delegatedauth.py) and, while holding the Lease
 kube-system/kube-scheduler, binds pending Pods.
 """
 
@@ -22,7 +22,7 @@ from lightkube.core.exceptions import ConfigError
 
 from pykubeadm import constants as c
 from pykubeadm.client import async_client, load_kubeconfig
-from pykubeadm.controllers.daemon import (
+from pykubeadm.controllers.app.daemon import (
     configure_logging,
     leader_election_flags,
     leader_health_check,
@@ -30,10 +30,10 @@ from pykubeadm.controllers.daemon import (
     run_until_signalled,
     serve_and_lead,
 )
-from pykubeadm.controllers.delegatedauth import new_delegating_auth
-from pykubeadm.controllers.flags import bool_flag, path_or_none, reject_unknown_flags
+from pykubeadm.controllers.app.delegatedauth import new_delegating_auth
+from pykubeadm.controllers.app.flags import bool_flag, path_or_none, reject_unknown_flags
+from pykubeadm.controllers.app.serving import HealthServer
 from pykubeadm.controllers.runtime import ControllerContext, run_with_informers
-from pykubeadm.controllers.serving import HealthServer
 from pykubeadm.errors import KubeconfigError
 from pykubeadm.featuregates import click_feature_gates
 from pykubeadm.scheduler.metrics import SchedulerMetrics

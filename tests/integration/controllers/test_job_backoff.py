@@ -19,7 +19,7 @@ from lightkube.resources.core_v1 import Namespace, Pod, ServiceAccount
 from lightkube.types import PatchType
 
 from pykubeadm.client import async_client
-from pykubeadm.controllers.job import JobController
+from pykubeadm.controllers.job.controller import JobController
 from pykubeadm.controllers.runtime import ControllerContext, cancel_and_wait, run_with_informers
 from pykubeadm.testing.apiserver import ApiServer
 

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from pykubeadm.controllers.authority import CertificateAuthority
+from pykubeadm.controllers.certificates.signer.authority import CertificateAuthority
 
 CLIENT_KUBELET = "kubernetes.io/kube-apiserver-client-kubelet"
 

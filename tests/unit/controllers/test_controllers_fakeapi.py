@@ -17,9 +17,9 @@ from csrfixtures import csr_object, make_ca, make_request
 from lightkube import AsyncClient, KubeConfig
 from lightkube.config.models import Cluster, User
 
-from pykubeadm.controllers.csrapproving import CSRApprovingController
-from pykubeadm.controllers.csrsigning import CSRSigningController
-from pykubeadm.controllers.manager import run_controllers
+from pykubeadm.controllers.app.manager import run_controllers
+from pykubeadm.controllers.certificates.approver.controller import CSRApprovingController
+from pykubeadm.controllers.certificates.signer.controller import CSRSigningController
 from pykubeadm.controllers.runtime import ControllerContext
 
 

@@ -15,8 +15,8 @@ from lightkube import KubeConfig
 from lightkube.config.models import Cluster, User
 from lightkube.resources.core_v1 import ConfigMap
 
-from pykubeadm.controllers.credentials import ClientBuilder
-from pykubeadm.controllers.serving import self_signed_pair
+from pykubeadm.controllers.app.credentials import ClientBuilder
+from pykubeadm.controllers.app.serving import self_signed_pair
 from pykubeadm.testing.etcd import free_port
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from pykubeadm.controllers.endpoints import desired_endpoints_object, desired_subsets
-from pykubeadm.controllers.endpointslice import MANAGED_BY, desired_endpoints, plan_slices
+from pykubeadm.controllers.endpoint.controller import desired_endpoints_object, desired_subsets
+from pykubeadm.controllers.endpointslice.controller import MANAGED_BY, desired_endpoints, plan_slices
 from pykubeadm.controllers.endpointsutil import TriggerTimeTracker, find_port, format_rfc3339_nano
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from pykubeadm.controllers.app.manager import CONTROLLERS, enabled_controllers
 from pykubeadm.controllers.batchutil import ApiPath
-from pykubeadm.controllers.gcgraph import Graph, Node, OwnerState, decide
-from pykubeadm.controllers.manager import CONTROLLERS, enabled_controllers
-from pykubeadm.controllers.namespace import content_conditions, merge_conditions
+from pykubeadm.controllers.garbagecollector.graph import Graph, Node, OwnerState, decide
+from pykubeadm.controllers.namespace.controller import content_conditions, merge_conditions
 
 CM = ApiPath("", "v1", "configmaps", "ConfigMap", True, frozenset({"list", "watch", "delete"}))
 PODS = ApiPath("", "v1", "pods", "Pod", True)

@@ -83,3 +83,26 @@ async def test_informer_resumes_and_relists_on_410() -> None:
     assert fake.watch_rvs == ["10", "11", "30"]  # resume from the last event, then from the new list
     assert sorted(informer.cache) == ["ns/b", "ns/c"]
     assert informer.synced.is_set()
+
+
+async def test_informer_survives_an_object_that_does_not_decode() -> None:
+    """One malformed object in a watch must not end the informer (nor the controller-manager running it): it lists
+    again and goes on delivering."""
+    fake = FakeAPI()
+    fake.lists = [
+        {"metadata": {"resourceVersion": "10"}, "items": [cm("a", "5")]},
+        {"metadata": {"resourceVersion": "20"}, "items": [cm("a", "5"), cm("d", "19")]},
+    ]
+    fake.watches = [[{"type": "ADDED", "object": {**cm("bad", "15"), "metadata": "not an object"}}]]
+    config = KubeConfig.from_one(cluster=Cluster(server="http://fake.invalid"), user=User())
+    client = AsyncClient(config, transport=httpx2.MockTransport(fake.handler))
+    informer = Informer(client, ConfigMap, namespace="ns", backoff=0.01)
+    events: list[tuple[str, str]] = []
+    informer.add_handler(lambda ev, obj, old: events.append((ev, obj.metadata.name)))
+    task = asyncio.create_task(informer.run())
+    await asyncio.wait_for(fake.idle.wait(), 5)
+    assert not task.done()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert events == [("ADDED", "a"), ("ADDED", "d")]
+    assert fake.watch_rvs == ["10", "20"]

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from pykubeadm.cli.component import command as component
-from pykubeadm.controllers.flags import parse_go_bool
-from pykubeadm.controllers.manager import CONTROLLERS, ControllerSelectionError, enabled_controllers
+from pykubeadm.controllers.app.flags import parse_go_bool
+from pykubeadm.controllers.app.manager import CONTROLLERS, ControllerSelectionError, enabled_controllers
 from pykubeadm.util.goduration import parse_duration as parse_go_duration
 
 
@@ -132,7 +132,7 @@ def parse(command, args: list[str]) -> tuple[dict, list[str]]:  # type: ignore[n
 
 
 def test_every_flag_kubeadm_writes_is_parsed() -> None:
-    from pykubeadm.controllers.cli import command
+    from pykubeadm.controllers.app.cli import command
 
     params, leftover = parse(command, KUBEADM_KCM_FLAGS)
     assert leftover == []

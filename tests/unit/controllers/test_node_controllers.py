@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pykubeadm.controllers.nodeipam import CIDRSet, parse_cluster_cidrs
-from pykubeadm.controllers.nodelifecycle import desired_taints, mark_unknown
+from pykubeadm.controllers.nodeipam.controller import CIDRSet, parse_cluster_cidrs
+from pykubeadm.controllers.nodelifecycle.controller import desired_taints, mark_unknown
 from pykubeadm.controllers.runtime import PermanentError
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -110,7 +110,7 @@ def test_nodeipam_gives_a_node_one_set_of_blocks_while_the_informer_lags() -> No
     import asyncio
     from types import SimpleNamespace
 
-    from pykubeadm.controllers.nodeipam import NodeIPAMController
+    from pykubeadm.controllers.nodeipam.controller import NodeIPAMController
 
     stale = SimpleNamespace(metadata=SimpleNamespace(name="n1"), spec=SimpleNamespace(podCIDRs=None, podCIDR=None))
     patches: list[dict[str, object]] = []

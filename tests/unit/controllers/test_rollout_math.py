@@ -7,9 +7,7 @@ from typing import Any
 
 import pytest
 
-from pykubeadm.controllers import deploymentstatus as dst
-from pykubeadm.controllers import deploymentutil as du
-from pykubeadm.controllers.controllerutil_daemon import (
+from pykubeadm.controllers.daemon.util import (
     add_daemon_tolerations,
     is_pod_updated,
     node_should_run,
@@ -18,6 +16,8 @@ from pykubeadm.controllers.controllerutil_daemon import (
     template_generation,
     with_node_affinity,
 )
+from pykubeadm.controllers.deployment import status as dst
+from pykubeadm.controllers.deployment import util as du
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

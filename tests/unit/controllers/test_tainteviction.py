@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from pykubeadm.controllers.nodelifecycle import mark_pod_not_ready
-from pykubeadm.controllers.podgc import (
+from pykubeadm.controllers.nodelifecycle.controller import mark_pod_not_ready
+from pykubeadm.controllers.podgc.controller import (
     orphaned_pods,
     out_of_service_terminating_pods,
     terminated_pods_to_delete,
     unscheduled_terminating_pods,
 )
-from pykubeadm.controllers.tainteviction import (
+from pykubeadm.controllers.tainteviction.controller import (
     IMMEDIATELY,
     eviction_time,
     min_toleration_seconds,

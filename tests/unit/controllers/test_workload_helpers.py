@@ -19,7 +19,7 @@ from pykubeadm.controllers.controllerutil import (
     selector_matches,
     slow_start_batches,
 )
-from pykubeadm.controllers.replicaset import calculate_status, pods_to_delete
+from pykubeadm.controllers.replicaset.controller import calculate_status, pods_to_delete
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from lightkube.models.authorization_v1 import SubjectAccessReviewStatus
 
-from pykubeadm.controllers.delegatedauth import DelegatingAuth, User
+from pykubeadm.controllers.app.delegatedauth import DelegatingAuth, User
 
 
 class FakeReviews:
@@ -66,7 +66,7 @@ def test_the_cluster_client_ca_is_looked_up_until_published(monkeypatch: Any, tm
     background while the API is not up yet."""
     from lightkube.resources.core_v1 import ConfigMap
 
-    from pykubeadm.controllers import delegatedauth
+    from pykubeadm.controllers.app import delegatedauth
     from pykubeadm.testing.apiserver import generate_pki
 
     pem = generate_pki(tmp_path / "pki").ca_cert.read_text()

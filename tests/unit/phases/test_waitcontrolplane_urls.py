@@ -75,7 +75,7 @@ def test_a_component_is_polled_over_one_kept_alive_tls_connection(tmp_path: Path
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from pykubeadm.controllers.serving import self_signed_pair
+    from pykubeadm.controllers.app.serving import self_signed_pair
 
     key, cert = tmp_path / "tls.key", tmp_path / "tls.crt"
     cert_pem, key_pem = self_signed_pair("localhost", ["127.0.0.1"], [])

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pykubeadm.controllers.cronjob import job_from_template, job_name
+from pykubeadm.controllers.cronjob.controller import job_from_template, job_name
 from pykubeadm.util.cronschedule import MAX_MISSED, ScheduleError, most_recent_unmet, parse_schedule
 
 

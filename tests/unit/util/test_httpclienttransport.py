@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from pykubeadm.controllers.serving import self_signed_pair
+from pykubeadm.controllers.app.serving import self_signed_pair
 from pykubeadm.testing.etcd import free_port
 from pykubeadm.util.httpclienttransport import sync_http_client
 
