@@ -39,26 +39,25 @@ def run_pykubeadm(
 #: runs beside the others: it must use free ports (`free_port()`), or loopback addresses no other module uses (labs:
 #: an address prefix of their own, 127.0.N., which also gives them their own Service network), or be listed here.
 SHARED_HOST_RESOURCES: dict[str, tuple[str, ...]] = {
-    # The e2e labs run in two streams, one lab at a time in each (a lab is some twenty processes: two streams keep at
-    # most two on a 2-core runner, as a lab beside the other worker's integration tests did). This one: the labs on
-    # address prefixes of their own (127.0.N.: nodes, their Service network, HAProxy on .250, an external etcd on
-    # .241-243), nothing of the host shared with "e2e-labs" below; a module that shares a prefix (metrics and the
-    # external-etcd HA lab: 127.0.36.) is in the same stream, and so is every module on the shared lab (127.0.58.,
-    # tests/e2e/conftest.py: one per process). Checked before "e2e-labs", which takes the rest of e2e.
-    "e2e-labs-own-prefix": (
+    # The e2e labs run in two streams, this set and "e2e-labs" below, one lab at a time in each (a lab is some twenty
+    # processes: two streams keep at most two on a 2-core runner, as one beside the other worker's integration tests
+    # did). This stream: labs on address prefixes of their own (127.0.N.: nodes, their Service network, HAProxy on
+    # .250, an external etcd on .241-243), nothing of the host shared with the other stream. Modules that share a
+    # prefix stay in one stream: metrics and the external-etcd HA lab (127.0.36.), the modules on the shared lab
+    # (127.0.58., tests/e2e/conftest.py: one lab per process). A module on a prefix of its own may move between the
+    # streams to even them out (their lengths: `--durations`). Checked before "e2e-labs", which takes the rest of e2e.
+    "e2e-labs-2": (
         "tests/e2e/test_exec_interactive.py",  # the shared lab
         "tests/e2e/test_pods.py",  # the shared lab
         "tests/e2e/test_services.py",  # the shared lab
-        "tests/e2e/test_admission.py",  # 127.0.39.
         "tests/e2e/test_ha.py",  # 127.0.33.
         "tests/e2e/test_ha_external_etcd.py",  # 127.0.36.
         "tests/e2e/test_metrics.py",  # 127.0.36.
         "tests/e2e/test_ha_upgrade.py",  # 127.0.38.
-        "tests/e2e/test_lab_upgrade_procedure.py",  # 127.0.41.
-        "tests/e2e/test_storage.py",  # 127.0.35.
         "tests/e2e/test_workloads.py",  # 127.0.16.
     ),
-    # The other e2e labs, one at a time. With them:
+    # The other e2e labs, one at a time: the netns labs (nodes in namespaces of their own) and those on prefixes of
+    # their own not in "e2e-labs-2" (admission 127.0.39., storage 127.0.35., the upgrade procedure 127.0.41.). With them:
     # what shares 127.0.10.x with the default lab (test_lab, test_pods): its nodes 127.0.10.1 and up (kubelets
     # :10250/:10248, kube-proxies, etcd) and its Service network 127.96.0.0/16 (ClusterIP listeners with SO_REUSEPORT);
     # reset's node runs kubeadm's default control plane on 127.0.10.1, which also binds 127.0.0.1:2379/2381/10257/10259;
