@@ -12,6 +12,7 @@ import time
 
 import pytest
 from tests.e2e.test_lab import Lab, _kill_leftovers
+from tests.e2e.test_pods import wait_for
 
 #: Nodes on 127.0.58.x (their own Service network, tests/conftest.py's "e2e-labs-own-prefix" stream).
 SHARED_PREFIX = "127.0.58."
@@ -50,7 +51,7 @@ class _SharedLab:
                 "lab", "up", "--topology", "loopback", "--dir", str(lab_dir), "--workers", "2", "--image", IMAGE_MAP
             )
             assert res.returncode == 0, f"lab up failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
-            _wait(lambda: _coredns_ready(lab), 180, "coredns 2/2 Ready")
+            wait_for(lambda: _coredns_ready(lab), 180, "coredns 2/2 Ready")
         return self.lab
 
     def down(self) -> None:
@@ -64,17 +65,6 @@ class _SharedLab:
 
 
 SHARED = _SharedLab()
-
-
-def _wait(pred, timeout: float, what: str, interval: float = 0.2):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
 def _coredns_ready(lab: Lab) -> bool:
