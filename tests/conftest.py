@@ -39,15 +39,35 @@ def run_pykubeadm(
 #: runs beside the others: it must use free ports (`free_port()`), or loopback addresses no other module uses (labs:
 #: an address prefix of their own, 127.0.N., which also gives them their own Service network), or be listed here.
 SHARED_HOST_RESOURCES: dict[str, tuple[str, ...]] = {
-    # The e2e labs, one at a time: each is some twenty processes, and two lab bring-ups at once on a 2-core runner
-    # stretch the timing-sensitive checks (rollout availability, leader leases, an upgrade while serving). With them:
+    # The e2e labs run in two streams, this set and "e2e-labs" below, one lab at a time in each (a lab is some twenty
+    # processes: two streams keep at most two on a 2-core runner, as one beside the other worker's integration tests
+    # did). This stream: labs on address prefixes of their own (127.0.N.: nodes, their Service network, HAProxy on
+    # .250, an external etcd on .241-243), nothing of the host shared with the other stream. Modules that share a
+    # prefix stay in one stream: metrics and the external-etcd HA lab (127.0.36.), the modules on the shared lab
+    # (127.0.58., tests/e2e/conftest.py: one lab per process). A module on a prefix of its own may move between the
+    # streams to even them out (their lengths: `--durations`). Checked before "e2e-labs", which takes the rest of e2e.
+    "e2e-labs-2": (
+        "tests/e2e/test_exec_interactive.py",  # the shared lab
+        "tests/e2e/test_pods.py",  # the shared lab
+        "tests/e2e/test_services.py",  # the shared lab
+        "tests/e2e/test_ha_external_etcd.py",  # 127.0.36.
+        "tests/e2e/test_metrics.py",  # 127.0.36.
+        "tests/e2e/test_ha_upgrade.py",  # 127.0.38.
+        "tests/e2e/test_workloads.py",  # 127.0.16.
+    ),
+    # The other e2e labs, one at a time: the netns labs (nodes in namespaces of their own) and those on prefixes of
+    # their own not in "e2e-labs-2" (admission 127.0.39., HA 127.0.33., storage 127.0.35., the upgrade procedure
+    # 127.0.41.). With them:
     # what shares 127.0.10.x with the default lab (test_lab, test_pods): its nodes 127.0.10.1 and up (kubelets
     # :10250/:10248, kube-proxies, etcd) and its Service network 127.96.0.0/16 (ClusterIP listeners with SO_REUSEPORT);
-    # reset's node runs kubeadm's default control plane on 127.0.10.1, which also binds 127.0.0.1:2379/2381/10257/10259;
-    # the external etcd of `lab stop` uses 127.0.10.241-243.
+    # reset's node (test_reset_processes) runs kubeadm's default control plane on 127.0.10.1, which also binds
+    # 127.0.0.1:2379/2381/10257/10259: a unit of its own, as its kubelet on every address keeps every e2e and integration
+    # module off meanwhile anyway (WILDCARD_KUBELET_MODULES; in a stream it would idle while the other stream's module
+    # ends); the external etcd of `lab stop` uses 127.0.10.241-243.
     "e2e-labs": (
         "tests/e2e/",
-        "tests/integration/reset/",
+        "tests/integration/reset/test_remove_etcd_member.py",
+        "tests/integration/reset/test_reset_cluster_config.py",
         "tests/integration/ha/test_lab_stop_servers.py",
     ),
     # Kubelets on fixed addresses (127.0.10.11-41, 127.0.0.1 with --node-ip); two modules share 127.0.10.31.

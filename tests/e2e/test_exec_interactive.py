@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e.test_lab import Lab, _kill_leftovers, _lab_up, pykubeadm
+from tests.e2e.test_lab import Lab
 from tests.e2e.test_pods import alive, processes_of, running_and_ready, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -28,16 +28,11 @@ START = 30.0  # seconds for the first answer: the command starts (nsenter, sh) o
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    lab_dir = tmp_path_factory.mktemp("execlab")
-    try:
-        lab = _lab_up(lab_dir, "--workers", "1")
-        lab.kubectl("run", POD, "--image=busybox", "--restart=Never", "--", "sleep", "3600")
-        wait_for(lambda: running_and_ready(lab, POD), 60, f"{POD} Running and Ready")
-        yield lab
-    finally:
-        pykubeadm("lab", "down", "--dir", str(lab_dir))
-        _kill_leftovers(lab_dir)
+def lab(shared_lab: Lab) -> Lab:
+    """The e2e suites' shared lab (tests/e2e/conftest.py, which deletes the Pod after the module), with the Pod."""
+    shared_lab.kubectl("run", POD, "--image=busybox", "--restart=Never", "--", "sleep", "3600")
+    wait_for(lambda: running_and_ready(shared_lab, POD), 60, f"{POD} Running and Ready")
+    return shared_lab
 
 
 @pytest.fixture(scope="module")

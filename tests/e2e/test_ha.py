@@ -187,6 +187,16 @@ def test_bring_up_three_control_planes_behind_haproxy(lab: Lab) -> None:
     }
     assert roles == {**dict.fromkeys(CPS, True), "lab-worker": False}
     assert all(lab.ready_nodes().values())
+    # `--datastore etcd`: each control plane's etcd static Pod runs the real etcd, and its kubelet posts a mirror Pod
+    for cp in CPS:
+        etcd = yaml.safe_load((lab.root(cp) / "etc/kubernetes/manifests/etcd.yaml").read_text())
+        assert etcd["spec"]["containers"][0]["command"][0] == "etcd", cp
+    mirrors = {f"pod/etcd-{cp}" for cp in CPS}
+    eventually(
+        lambda: mirrors <= set(lab.kubectl("-n", "kube-system", "get", "pods", "-o", "name").stdout.split()),
+        60,
+        "the etcd mirror Pods listed",
+    )
 
     def server(path: Path) -> str:
         return str(yaml.safe_load(path.read_text())["clusters"][0]["cluster"]["server"])

@@ -15,23 +15,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e.test_lab import Lab, _kill_leftovers, _lab_up, pykubeadm
+from tests.e2e.test_lab import Lab
 
 pytestmark = pytest.mark.e2e
 
 WORKER = "lab-worker"
+OTHER_WORKER = "lab-worker2"
 PAUSE = "registry.k8s.io/pause:3.10"
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    lab_dir = tmp_path_factory.mktemp("podlab")
+def lab(shared_lab: Lab) -> Iterator[Lab]:
+    """The e2e suites' shared lab (tests/e2e/conftest.py, `lab up --image example.com/hello=...`), its other worker
+    cordoned meanwhile: every Pod of this module runs on WORKER, whose files and processes the tests look at."""
+    shared_lab.kubectl("cordon", OTHER_WORKER)
     try:
-        yield _lab_up(lab_dir, "--workers", "1", "--image", "example.com/hello=/bin/echo hi from the image map")
+        yield shared_lab
     finally:
-        pykubeadm("lab", "down", "--dir", str(lab_dir))
-        left = _kill_leftovers(lab_dir)
-        assert not left, f"reset left Pod processes running: {left}"  # shims, sandboxes and their children
+        shared_lab.kubectl("uncordon", OTHER_WORKER)
 
 
 def wait_for(pred: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:

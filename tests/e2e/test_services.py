@@ -4,7 +4,7 @@ kube-proxy (DaemonSet, userspace proxier) and CoreDNS (Deployment) roll out; a D
 servers on the two workers is reached from this test process through its ClusterIP and every node's NodePort
 (round robin, ClientIP affinity, not-ready backends left out, refused once scaled to 0); from a Pod, names resolve
 through the kubelet's resolv.conf and CoreDNS; dnspython asks kube-dns for SRV, PTR, CNAME and a missing name.
-The lab runs on its own addresses (127.0.58.x, so its own Service network) to stay off other labs.
+The lab is the e2e suites' shared one (tests/e2e/conftest.py), on its own addresses (so its own Service network).
 """
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ from __future__ import annotations
 import http.client
 import ipaddress
 import json
-import os
 import socket
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import dns.exception
@@ -27,13 +25,14 @@ import dns.rcode
 import dns.rdatatype
 import dns.reversename
 import pytest
-from tests.e2e.test_lab import Lab, _kill_leftovers
+from tests.e2e.sharedlab import SHARED_PREFIX
+from tests.e2e.test_lab import Lab
 
 from pykubeadm.lab.nodes import service_subnet
 
 pytestmark = pytest.mark.e2e
 
-PREFIX = "127.0.58."  # a prefix no other test or benchmark uses
+PREFIX = SHARED_PREFIX
 NODES = ["lab-control-plane", "lab-worker", "lab-worker2"]
 DOMAIN = "cluster.local"
 
@@ -47,13 +46,6 @@ def wait_for(pred: Callable[[], Any], timeout: float, what: str, interval: float
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-
-
-def _pykubeadm(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
-    env["PYKUBEADM_LAB_ADDRESS_PREFIX"] = PREFIX
-    cmd = [sys.executable, "-m", "pykubeadm", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def get_json(lab: Lab, *args: str) -> dict[str, Any]:
@@ -77,26 +69,9 @@ def ready(pod: dict[str, Any]) -> bool:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[Lab]:
-    lab_dir = tmp_path_factory.mktemp("svclab")
-    start = time.monotonic()
-    try:
-        res = _pykubeadm("lab", "up", "--topology", "loopback", "--dir", str(lab_dir), "--workers", "2")
-        assert res.returncode == 0, f"lab up failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
-        lab = Lab(lab_dir)
-        wait_for(
-            lambda: get_json(lab, "-n", "kube-system", "deploy", "coredns")["status"].get("readyReplicas") == 2,
-            180,
-            "coredns 2/2 Ready",
-        )
-        took = time.monotonic() - start
-        capture = pytestconfig.pluginmanager.getplugin("capturemanager")
-        with capture.global_and_fixture_disabled():  # a measurement, printed (not asserted)
-            print(f"\n[measure] lab up start -> coredns 2/2 Ready: {took:.1f}s")
-        yield lab
-    finally:
-        _pykubeadm("lab", "down", "--dir", str(lab_dir))
-        _kill_leftovers(lab_dir)
+def lab(shared_lab: Lab) -> Lab:
+    """The e2e suites' shared lab (tests/e2e/conftest.py), its CoreDNS 2/2 Ready."""
+    return shared_lab
 
 
 def node_address(lab: Lab, node: str) -> str:
