@@ -86,7 +86,11 @@ _ARGS_META = "pykubeadm.kubelet.args"
 @click.option("--config", "config_file", help="The kubelet's KubeletConfiguration file.")
 @click.option("--node-ip", help="IP address of the node; the built-in kubelet also serves :10250 and healthz on it.")
 @click.option("--hostname-override", help="Use this name instead of the hostname as the node name.")
-@click.option("--container-runtime-endpoint", help="Accepted for compatibility; the built-in runtime runs processes.")
+@click.option(
+    "--container-runtime-endpoint",
+    help="The CRI runtime's socket (unix:///path, a node path): Pods whose images the built-in runtime does not own "
+    "run there. Unset, or no socket there: every Pod runs on the built-in runtime.",
+)
 @click.option("--pod-infra-container-image", help="Accepted for compatibility (the pause image).")
 @click.option(
     "--cni-conf-dir",

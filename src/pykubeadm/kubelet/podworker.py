@@ -580,6 +580,10 @@ class PodWorker:
     def pids(self) -> list[int]:
         return [ct.pid for ct in self.all_containers() if ct.pid is not None]
 
+    def has_running(self) -> bool:
+        """Something of the Pod still runs (a container's process)."""
+        return bool(self.pids())
+
     # --- status ----------------------------------------------------------------------------------------------------
     def phase(self) -> str:
         if self.failed:
