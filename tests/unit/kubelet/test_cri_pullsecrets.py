@@ -27,7 +27,7 @@ def test_dockerconfigjson_with_auth_field_matches_its_host_only() -> None:
     auth = base64.b64encode(b"alice:s3cret").decode()
     secret = _secret("json", {"auths": {"127.0.0.1:5001": {"auth": auth}}})
     [cfg] = matching_auths("127.0.0.1:5001/busybox:1", [secret])
-    assert (cfg.username, cfg.password, cfg.server_address) == ("alice", "s3cret", "127.0.0.1:5001")
+    assert (cfg.username, cfg.password, cfg.server_address) == ("alice", "s3cret", "https://127.0.0.1:5001")
     assert matching_auths("127.0.0.1:5002/busybox:1", [secret]) == []
     assert matching_auths("busybox", [secret]) == []
 
@@ -35,7 +35,7 @@ def test_dockerconfigjson_with_auth_field_matches_its_host_only() -> None:
 def test_dockercfg_for_docker_hub_and_path_prefixes() -> None:
     hub = _secret("cfg", {"https://index.docker.io/v1/": {"username": "bob", "password": "pw"}})
     [cfg] = matching_auths("busybox", [hub])
-    assert cfg.username == "bob"
+    assert (cfg.username, cfg.server_address) == ("bob", "https://registry-1.docker.io")
     scoped = _secret("json", {"auths": {"registry.example/team": {"username": "t", "password": "p"}}})
     general = _secret("json", {"auths": {"registry.example": {"username": "g", "password": "p"}}})
     found = matching_auths("registry.example/team/app:v1", [general, scoped])

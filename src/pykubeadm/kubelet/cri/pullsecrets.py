@@ -20,6 +20,8 @@ __all__ = ["image_registry", "matching_auths", "parse_docker_config"]
 
 _DOCKER_HUB = "docker.io"
 _HUB_ALIASES = {"index.docker.io", "registry-1.docker.io", "docker.io"}
+#: The host containerd pulls a registry's images from (Docker Hub's images come from registry-1.docker.io).
+_REGISTRY_HOSTS = {_DOCKER_HUB: "registry-1.docker.io"}
 
 
 def image_registry(image: str) -> tuple[str, str]:
@@ -62,7 +64,9 @@ def parse_docker_config(secret: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(k): v for k, v in (auths or {}).items() if isinstance(v, dict)}
 
 
-def _auth_config(registry: str, entry: Mapping[str, Any]) -> api.AuthConfig:
+def _auth_config(host: str, entry: Mapping[str, Any]) -> api.AuthConfig:
+    """The CRI AuthConfig of an entry. server_address is a URL (`https://<host>`): containerd's CRI parses it as
+    one and uses the credentials only for a registry whose host is that URL's host."""
     username, password = str(entry.get("username") or ""), str(entry.get("password") or "")
     auth = str(entry.get("auth") or "")
     if auth and not username:
@@ -71,7 +75,7 @@ def _auth_config(registry: str, entry: Mapping[str, Any]) -> api.AuthConfig:
     return api.AuthConfig(
         username=username,
         password=password,
-        server_address=registry,
+        server_address=f"https://{_REGISTRY_HOSTS.get(host, host)}",
         identity_token=str(entry.get("identitytoken") or ""),
         registry_token=str(entry.get("registrytoken") or ""),
     )
