@@ -13,6 +13,7 @@ import asyncio
 import base64
 import itertools
 import json
+import subprocess
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -38,6 +39,7 @@ pytestmark = [pytest.mark.integration]
 asyncio_module = pytest.mark.asyncio(loop_scope="module")
 
 NODE = "cri-node"
+KUBECTL = {v: f"/usr/lib/google-cloud-sdk/bin/kubectl.1.{v}" for v in (27, 33)}
 ENTRY_IMAGE = "pykubeadm.test/entry:1"
 
 
@@ -209,6 +211,46 @@ def test_a_busybox_pod_runs_on_containerd(api_server: ApiServer, node: Node, con
     assert "started" in logs
     stamped = api_server.kubectl("logs", "web", "--timestamps").stdout
     assert stamped.split(" ", 1)[0].endswith("Z") and "started" in stamped
+
+
+def _kubectl(server: ApiServer, minor: int, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [KUBECTL[minor], *args], env=server.kubectl_env(), capture_output=True, text=True, input=input, timeout=60
+    )
+
+
+def test_exec_and_port_forward_through_the_runtimes_streaming_server(api_server: ApiServer, node: Node) -> None:
+    port = free_port()
+    srv = {
+        "name": "srv",
+        "image": BUSYBOX_IMAGE,
+        "command": [
+            "sh",
+            "-c",
+            f"mkdir /www && echo forwarded > /www/index.html && exec httpd -f -p 127.0.0.1:{port} -h /www",
+        ],
+        "env": [{"name": "GREETING", "value": "from-containerd"}],
+    }
+    api_server.kubectl("create", "-f", "-", input=pod("srv", srv))
+    wait_for(lambda: running(api_server, "srv"), 60, "srv running")
+    for minor in KUBECTL:  # 1.33 speaks WebSocket, 1.27 SPDY
+        res = _kubectl(api_server, minor, "exec", "srv", "--", "sh", "-c", 'echo "$GREETING"; cat /proc/1/cmdline')
+        assert res.returncode == 0 and res.stdout.startswith("from-containerd\nhttpd"), (minor, res)
+        res = _kubectl(api_server, minor, "exec", "-i", "srv", "--", "sh", "-c", "cat; exit 3", input="piped\n")
+        assert (res.returncode, res.stdout) == (3, "piped\n"), (minor, res)
+        local = free_port()
+        argv = [KUBECTL[minor], "port-forward", "pod/srv", f"{local}:{port}"]
+        proc = subprocess.Popen(
+            argv, env=api_server.kubectl_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            assert f"127.0.0.1:{local} -> {port}" in line, line
+            assert http_get(local) == b"forwarded\n"
+        finally:
+            proc.kill()
+            proc.wait(10)
 
 
 def test_the_image_entrypoint_runs_without_a_command(api_server: ApiServer, node: Node) -> None:

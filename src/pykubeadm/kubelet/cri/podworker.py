@@ -30,6 +30,7 @@ from pykubeadm.kubelet import dnsconfig
 from pykubeadm.kubelet.containerworker import BackOff
 from pykubeadm.kubelet.cri import podconfig
 from pykubeadm.kubelet.cri.imagepull import ImagePullError, PullContext, ensure_image, image_id
+from pykubeadm.kubelet.cri.streams import CRIStreams
 from pykubeadm.kubelet.podstatus import Conditions, now, pod_phase, qos_class, update_conditions
 from pykubeadm.kubelet.probes import Probe, run_probe
 from pykubeadm.kubelet.runtimeapi import KubeletRuntime, container_id_url
@@ -89,6 +90,13 @@ class CRIContainer:
     @property
     def field_path(self) -> str:
         return f"spec.{'initContainers' if self.init else 'containers'}{{{self.name}}}"
+
+    @property
+    def streams(self) -> CRIStreams | None:
+        """exec/attach/port-forward through the runtime's streaming server (None: nothing runs)."""
+        if not self.running:
+            return None
+        return CRIStreams(self.pod.runtime, self.container_id, self.pod.sandbox_id)
 
     @property
     def running(self) -> bool:
