@@ -51,13 +51,10 @@ class ContainerRef(Protocol):
     def stdin_once(self) -> bool:
         """The container's `stdinOnce`: its stdin is closed when the first attach session's input ends."""
 
-    @property
-    def runtime_streams(self) -> RuntimeStreams | None:
-        """A container of a CRI runtime: its streaming URLs, to proxy the session to (None: the kubelet serves it)."""
-
 
 class RuntimeStreams(Protocol):
-    """A container runtime's streaming server for one container: the URL of each kind of session."""
+    """A container runtime's streaming server for one container: the URL of each kind of session. A ContainerRef of
+    a CRI runtime's container offers one as `runtime_streams` (the handlers then proxy the session to it)."""
 
     async def exec_url(self, opts: Any) -> str: ...
 
