@@ -224,7 +224,7 @@ def _own_args(argv: list[str]) -> list[str]:
 
 
 def _await_start(fork: bool = False) -> list[str] | None:
-    """A warm start (phases/kubeletservice.prewarm_kubelet): import what the kubelet runs on while the command that
+    """A warm start (kubelet/service.prewarm_kubelet): import what the kubelet runs on while the command that
     started us works, then wait for {"args": [...], "log": path} on stdin. None on EOF: that command ended without
     starting us, and we exit having written nothing. With `fork`, the fork server is forked once the imports are done
     (before any flag or credential is read), to import the control-plane components while we wait."""
