@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 
-__all__ = ["RawConnection", "proxy_upgrade", "splice", "switch_protocols"]
+__all__ = ["RawConnection", "proxy_upgrade", "read_response_head", "splice", "switch_protocols"]
 
 _HIGH_WATER = 1024 * 1024
 _HEAD_LIMIT = 64 * 1024
@@ -143,7 +143,8 @@ async def splice(
                 await t
 
 
-async def _read_head(reader: asyncio.StreamReader) -> tuple[int, list[tuple[str, str]]]:
+async def read_response_head(reader: asyncio.StreamReader) -> tuple[int, list[tuple[str, str]]]:
+    """An HTTP response's status and headers (ValueError when the head is over 64 KiB)."""
     raw = await reader.readuntil(b"\r\n\r\n")
     if len(raw) > _HEAD_LIMIT:
         raise ValueError("response head too large")
@@ -167,7 +168,7 @@ async def proxy_upgrade(request: web.Request, host: str, port: int, target: str)
         head += [f"{k}: {v}" for k, v in request.headers.items() if k.lower() in UPGRADE_REQUEST_HEADERS]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
         await writer.drain()
-        status, headers = await asyncio.wait_for(_read_head(reader), 30)
+        status, headers = await asyncio.wait_for(read_response_head(reader), 30)
         if status != 101:
             length = next((int(v) for k, v in headers if k.lower() == "content-length" and v.isdigit()), None)
             body = b""

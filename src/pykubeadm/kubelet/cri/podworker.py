@@ -31,8 +31,8 @@ from pykubeadm.kubelet.containerworker import BackOff
 from pykubeadm.kubelet.cri import podconfig
 from pykubeadm.kubelet.cri.imagepull import ImagePullError, PullContext, ensure_image, image_id
 from pykubeadm.kubelet.cri.streams import CRIStreams
-from pykubeadm.kubelet.podstatus import Conditions, now, pod_phase, qos_class, update_conditions
-from pykubeadm.kubelet.probes import Probe, run_probe
+from pykubeadm.kubelet.podstatus import Conditions, now, worker_phase, worker_status
+from pykubeadm.kubelet.probes import Probe, ProbeLoops, run_probe
 from pykubeadm.kubelet.runtimeapi import KubeletRuntime, container_id_url
 from pykubeadm.layout import Layout
 
@@ -55,7 +55,7 @@ class ContainerConfigError(Exception):
     """The container's configuration cannot be built (CreateContainerConfigError)."""
 
 
-class CRIContainer:
+class CRIContainer(ProbeLoops):
     """One (init) container of a CRI Pod: its current CRI container, restart count, status and probes."""
 
     def __init__(self, pod: CRIPodWorker, spec: dict[str, Any], *, init: bool, backoff_initial: float):
@@ -346,66 +346,11 @@ class CRIContainer:
         res = await run_probe(probe, self.pod.pod_ip, ports)
         return res.ok, res.message
 
-    async def _probe_loop(self, started: float) -> None:
-        loop = asyncio.get_running_loop()
-        startup = Probe.parse(self.spec.get("startupProbe"))
-        liveness = Probe.parse(self.spec.get("livenessProbe"))
-        readiness = Probe.parse(self.spec.get("readinessProbe"))
-        if startup is not None:
-            await asyncio.sleep(startup.initial_delay)
-            failures = 0
-            while True:
-                ok, msg = await self._probe(startup)
-                if ok:
-                    break
-                failures += 1
-                self._event("Warning", "Unhealthy", f"Startup probe failed: {msg}")
-                if failures >= startup.failure_threshold:
-                    await self.stop(self.pod.grace, f"Container {self.name} failed startup probe, will be restarted")
-                    return
-                await asyncio.sleep(startup.period)
-        self.started = True
-        if readiness is None:
-            self.ready = True
-        self.pod.changed()
-        tasks = []
-        if liveness is not None:
-            tasks.append(self._liveness(liveness, max(0.0, started + liveness.initial_delay - loop.time())))
-        if readiness is not None:
-            tasks.append(self._readiness(readiness))
-        if tasks:
-            await asyncio.gather(*tasks)
+    def _probe_event(self, kind: str, reason: str, message: str) -> None:
+        self._event(kind, reason, message)
 
-    async def _liveness(self, probe: Probe, delay: float) -> None:
-        await asyncio.sleep(delay)
-        failures = 0
-        while True:
-            ok, msg = await self._probe(probe)
-            failures = 0 if ok else failures + 1
-            if not ok:
-                self._event("Warning", "Unhealthy", f"Liveness probe failed: {msg}")
-            if failures >= probe.failure_threshold:
-                await self.stop(self.pod.grace, f"Container {self.name} failed liveness probe, will be restarted")
-                return
-            await asyncio.sleep(probe.period)
-
-    async def _readiness(self, probe: Probe) -> None:
-        await asyncio.sleep(probe.initial_delay)
-        ok_count = fail_count = 0
-        while True:
-            ok, msg = await self._probe(probe)
-            if ok:
-                ok_count, fail_count = ok_count + 1, 0
-                if ok_count >= probe.success_threshold and not self.ready:
-                    self.ready = True
-                    self.pod.changed()
-            else:
-                ok_count, fail_count = 0, fail_count + 1
-                self._event("Warning", "Unhealthy", f"Readiness probe failed: {msg}")
-                if fail_count >= probe.failure_threshold and self.ready:
-                    self.ready = False
-                    self.pod.changed()
-            await asyncio.sleep(probe.period)
+    async def _probe_failed(self, why: str, kind: str) -> None:
+        await self.stop(self.pod.grace, f"Container {self.name} failed {kind} probe, will be restarted")
 
 
 class CRIPodWorker:
@@ -728,47 +673,11 @@ class CRIPodWorker:
 
     # --- status ----------------------------------------------------------------------------------------------------
     def phase(self) -> str:
-        if self.failed:
-            return "Failed"
-        return pod_phase(
-            self.spec,
-            [ct.status() for ct in self.containers],
-            [ct.status() for ct in self.init_containers],
-            init_failed=self.init_failed,
-            init_done=self.init_done,
-        )
+        return worker_phase(self)
 
     def finished(self) -> bool:
         return self.phase() in ("Succeeded", "Failed") and not any(ct.running for ct in self.all_containers())
 
     def status(self) -> dict[str, Any]:
-        cts = [ct.status() for ct in self.containers]
-        inits = [ct.status() for ct in self.init_containers]
-        phase = self.phase()
-        if phase in ("Succeeded", "Failed"):
-            for s in cts:
-                s["ready"] = False
-        update_conditions(
-            self.conditions,
-            phase=phase,
-            sandbox_ready=self.sandbox_ready and phase not in ("Succeeded", "Failed"),
-            init_statuses=inits,
-            statuses=cts,
-            init_done=self.init_done,
-        )
-        out: dict[str, Any] = {
-            "phase": phase,
-            "conditions": self.conditions.as_list(),
-            "hostIP": self.host_ip,
-            "hostIPs": [{"ip": self.host_ip}],
-            "startTime": self.start_time,
-            "qosClass": qos_class(self.spec),
-            "containerStatuses": cts,
-        }
-        if self.pod_ips:
-            out["podIP"], out["podIPs"] = self.pod_ip, [{"ip": ip} for ip in self.pod_ips]
-        if inits:
-            out["initContainerStatuses"] = inits
-        if self.failed:
-            out["reason"], out["message"] = self.failed
-        return out
+        """The PodStatus the kubelet writes."""
+        return worker_status(self)
