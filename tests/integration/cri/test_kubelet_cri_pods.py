@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.integration.apiserver.test_exec_proxy import background, wait_for_line
 from tests.integration.kubelet.kubelet_procs import KubeletProcess
 
 from pykubeadm.containerd.daemon import ContainerdProcess
@@ -211,6 +212,8 @@ def test_a_busybox_pod_runs_on_containerd(api_server: ApiServer, node: Node, con
     assert "started" in logs
     stamped = api_server.kubectl("logs", "web", "--timestamps").stdout
     assert stamped.split(" ", 1)[0].endswith("Z") and "started" in stamped
+    with background(["kubectl", "logs", "-f", "--tail=0", "web"], api_server.kubectl_env()) as (_, lines):
+        wait_for_line(lines, "response:200", lambda: http_get(port))  # httpd -v logs each answer: -f shows it
 
 
 def _kubectl(server: ApiServer, minor: int, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
