@@ -341,18 +341,16 @@ class PodWorker:
         await asyncio.to_thread(self.containment.setup)
         if volumes_mod is None:
             return
-        self.volumes = volumes_mod.PodVolumes(
-            self.pod, self.pod_dir, self.client(), self.layout, self.node_name, objects=self.objects
+        self.volumes = await volumes_mod.mount_pod_volumes(
+            self.pod,
+            self.pod_dir,
+            self.client(),
+            self.layout,
+            self.node_name,
+            objects=self.objects,
+            on_failure=lambda message: self.event("Warning", "FailedMount", message),
+            first_retry=self.backoff_initial / 5,
         )
-        delay = self.backoff_initial / 5
-        while True:
-            try:
-                await self.volumes.setup()
-                break
-            except volumes_mod.VolumeError as e:
-                self.event("Warning", "FailedMount", e.message)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 120.0)
         if self.isolated:
             resolv, hosts, warnings = await asyncio.to_thread(
                 dnsconfig.write_pod_files,

@@ -539,18 +539,16 @@ class CRIPodWorker:
         )
         if warning:
             self.event("Warning", "MissingClusterDNS", warning)
-        self.volumes = volumes.PodVolumes(
-            self.pod, self.pod_dir, self.client(), self.layout, self.node_name, objects=self.objects
+        self.volumes = await volumes.mount_pod_volumes(
+            self.pod,
+            self.pod_dir,
+            self.client(),
+            self.layout,
+            self.node_name,
+            objects=self.objects,
+            on_failure=lambda message: self.event("Warning", "FailedMount", message),
+            first_retry=self.backoff_initial / 5,
         )
-        delay = self.backoff_initial / 5
-        while True:
-            try:
-                await self.volumes.setup()
-                break
-            except volumes.VolumeError as e:
-                self.event("Warning", "FailedMount", e.message)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 120.0)
         adopted = await self._adopt()
         delay = self.backoff_initial / 10
         while not adopted:
