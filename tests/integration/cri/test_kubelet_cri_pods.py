@@ -13,6 +13,7 @@ import asyncio
 import base64
 import itertools
 import json
+import ssl
 import subprocess
 import time
 import urllib.request
@@ -212,6 +213,8 @@ def test_a_busybox_pod_runs_on_containerd(api_server: ApiServer, node: Node, con
     assert "started" in logs
     stamped = api_server.kubectl("logs", "web", "--timestamps").stdout
     assert stamped.split(" ", 1)[0].endswith("Z") and "started" in stamped
+    metrics = wait_for(lambda: _resource_metric(api_server, node, "web"), 30, "web in /metrics/resource")
+    assert float(metrics.split()[1]) > 0, metrics  # the runtime's working set of the container
     with background(["kubectl", "logs", "-f", "--tail=0", "web"], api_server.kubectl_env()) as (_, lines):
         wait_for_line(lines, "response:200", lambda: http_get(port))  # httpd -v logs each answer: -f shows it
 
@@ -254,6 +257,20 @@ def test_exec_and_port_forward_through_the_runtimes_streaming_server(api_server:
         finally:
             proc.kill()
             proc.wait(10)
+
+
+def _resource_metric(server: ApiServer, node: Node, pod: str) -> str | None:
+    """The kubelet's container_memory_working_set_bytes sample of `pod`'s container (an admin client cert)."""
+    cert, key = server.client_cert("metrics-reader", ["system:masters"])
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # the kubelet's self-signed serving certificate
+    ctx.load_cert_chain(str(cert), str(key))
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=ctx))
+    with direct.open(f"https://127.0.0.1:{node.port}/metrics/resource", timeout=10) as r:
+        text = r.read().decode()
+    prefix = f'container_memory_working_set_bytes{{container="{pod}",namespace="default",pod="{pod}"}}'
+    return next((line for line in text.splitlines() if line.startswith(prefix)), None)
 
 
 def test_the_image_entrypoint_runs_without_a_command(api_server: ApiServer, node: Node) -> None:

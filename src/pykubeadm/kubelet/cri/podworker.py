@@ -71,6 +71,7 @@ class CRIContainer(ProbeLoops):
         self.backoff = BackOff(initial=backoff_initial)
         self.pull_backoff = BackOff(initial=backoff_initial)
         self.previous_id = ""  # the instance before this one (its log is `kubectl logs --previous`)
+        self.started_epoch = 0.0  # when the running instance started (seconds since the epoch)
         self.adopted: api.Container | None = None
         # what exec/attach/port-forward of the built-in runtime look at (`containerref.ContainerRef.of`)
         self.env: dict[str, str] = {}
@@ -272,6 +273,7 @@ class CRIContainer(ProbeLoops):
                     break
                 if st.state == api.ContainerState.CONTAINER_RUNNING and st.started_at and "running" in self.state:
                     self.state["running"]["startedAt"] = _time(st.started_at)
+                    self.started_epoch = st.started_at / 1e9
                 await asyncio.sleep(POLL_SECONDS)
         finally:
             if probes is not None:
@@ -512,6 +514,7 @@ class CRIPodWorker:
                 ct.record_exit(st, announce=False)
             else:
                 ct.state = {"running": {"startedAt": _time(st.started_at or st.created_at)}}
+                ct.started_epoch = (st.started_at or st.created_at) / 1e9
                 ct.adopted = latest
         log.info("pod %s: adopted sandbox %s", self.key, sandbox.id)
         return True
