@@ -25,6 +25,7 @@ from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 
 from pykubeadm import constants as c
+from pykubeadm.cri.errors import CRIError
 from pykubeadm.kubelet import runtime
 from pykubeadm.kubelet.api import ClientConfig, KubeClient, SwappableClient
 from pykubeadm.kubelet.certmanager import CertificateManager
@@ -32,6 +33,7 @@ from pykubeadm.kubelet.certrenewal import ControlPlaneCertRenewer
 from pykubeadm.kubelet.certstore import CertPair, PairStore, ensure_self_signed_serving, load_pair
 from pykubeadm.kubelet.config import KubeletSettings
 from pykubeadm.kubelet.containerref import ContainerRef, find_container
+from pykubeadm.kubelet.cri.podworker import CRIPodWorker
 from pykubeadm.kubelet.csr import (
     client_template,
     digested_name,
@@ -54,7 +56,8 @@ from pykubeadm.kubelet.node import NodeAgent, initial_node
 from pykubeadm.kubelet.package import installed_version
 from pykubeadm.kubelet.podnetwork import PodNetwork
 from pykubeadm.kubelet.pods import PodManager
-from pykubeadm.kubelet.resourcemetrics import container_targets
+from pykubeadm.kubelet.resourcemetrics import ContainerTarget, container_targets
+from pykubeadm.kubelet.runtimeroute import connect_node_runtime
 from pykubeadm.kubelet.server import KubeletServer, healthz_app, serving_ssl_context
 from pykubeadm.kubelet.servicelinks import ServiceLinks
 from pykubeadm.kubelet.staticpods import StaticPodManager
@@ -105,6 +108,7 @@ class Kubelet:
         self._serving_ctx: ssl.SSLContext | None = None
         self.metrics = KubeletMetrics(settings.node_name, self._workers)
         self.network = self._pod_network()
+        self.runtime: Any = None  # the node's CRI runtime (kubelet.cri.CRIRuntime), None: every Pod runs built-in
 
     def _pod_network(self) -> PodNetwork | None:
         if not self.s.cni_conf_dir:
@@ -236,6 +240,7 @@ class Kubelet:
                 )
                 self._spawn(self.cert_renewer.run())
             if self.s.kubeconfig:
+                self.runtime = await connect_node_runtime(self.s.container_runtime_endpoint, self.layout)
                 await self._start_api_side()
             else:
                 log.info("no --kubeconfig: running in standalone mode (static Pods only)")
@@ -335,6 +340,7 @@ class Kubelet:
             resolv_conf=self._resolv_conf(),
             observer=self.metrics.pod_changed,
             network=self.network,
+            runtime=self.runtime,
         )
         self._spawn(self.events.run())
         self._spawn(self.pods.services.run())
@@ -424,8 +430,41 @@ class Kubelet:
             authorization_mode=self.s.authorization_mode,
             metrics=self.metrics,
             resource_targets=lambda: container_targets(self._workers()),
+            runtime_targets=self._runtime_targets,
         )
         await self._listen(server.app(), self.s.serve_address, self.s.port, self._serving_ctx)
+
+    async def _runtime_targets(self) -> list[ContainerTarget]:
+        """The running containers of the CRI runtime, measured by it (ListContainerStats)."""
+        if self.runtime is None or self.pods is None:
+            return []
+        running = {
+            ct.container_id: (w, ct)
+            for w in list(self.pods.workers.values())
+            if isinstance(w, CRIPodWorker)
+            for ct in w.all_containers()
+            if ct.running
+        }
+        if not running:
+            return []
+        try:
+            stats = await self.runtime.list_container_stats()
+        except CRIError as e:
+            log.info("container stats from the runtime: %s", e)
+            return []
+        out = []
+        for s in stats:
+            found = running.get(s.attributes.id)
+            if found is None:
+                continue
+            w, ct = found
+            cpu = s.cpu.usage_core_nano_seconds.value / 1e9
+            out.append(
+                ContainerTarget(
+                    ct.name, w.namespace, w.name, 0, measured=(cpu, s.memory.working_set_bytes.value, ct.started_epoch)
+                )
+            )
+        return out
 
     def _workers(self) -> list[Any]:
         static = [w for _, w in self.static_pods.pods.values()] if self.static_pods is not None else []
@@ -462,8 +501,8 @@ class Kubelet:
             pod["metadata"]["uid"] = sp.hash
             pod["status"] = worker.status()
             out.append(pod)
-        for worker in list(self.pods.workers.values()) if self.pods is not None else []:
-            out.append({**worker.pod, "status": worker.status()})
+        for api_worker in list(self.pods.workers.values()) if self.pods is not None else []:
+            out.append({**api_worker.pod, "status": api_worker.status()})
         return out
 
     async def shutdown(self) -> None:
@@ -484,6 +523,9 @@ class Kubelet:
         if self.client is not None:
             with contextlib.suppress(Exception):
                 await self.client.close()
+        if self.runtime is not None:
+            with contextlib.suppress(Exception):
+                await self.runtime.close()
 
 
 def _pair_from_pem(cert_pem: bytes, key_pem_bytes: bytes) -> CertPair:

@@ -55,6 +55,9 @@ class ContainerTarget:
     pod: str
     pid: int
     cgroup_usage: Callable[[], tuple[float, int] | None] | None = None
+    #: A CRI runtime's container, measured by the runtime (ListContainerStats): (CPU seconds, working-set bytes,
+    #: start time in seconds since the epoch); no process tree is read for it.
+    measured: tuple[float, int, float] | None = None
 
 
 def _cgroup_reader(worker: Any, container_id: str) -> Callable[[], tuple[float, int] | None] | None:
@@ -228,13 +231,22 @@ class ResourceMetricsCollector(Collector):
             procs = read_processes(self.proc)
         except OSError:
             procs, error = {}, 1.0
-        trees = container_trees([t.pid for t in targets], procs, self.proc)
+        trees = container_trees([t.pid for t in targets if t.measured is None], procs, self.proc)
         pods: dict[tuple[str, str], list[int]] = {}  # (namespace, pod) → [CPU ticks, resident pages]
         for t in targets:
+            labels = (t.container, t.namespace, t.pod)
+            if t.measured is not None:
+                cpu, working_set, started = t.measured
+                ct_cpu.add_metric(labels, cpu, timestamp=now)
+                ct_mem.add_metric(labels, float(working_set), timestamp=now)
+                ct_start.add_metric(labels, started, timestamp=now)
+                totals = pods.setdefault((t.namespace, t.pod), [0, 0])
+                totals[0] += round(cpu * _TICKS)
+                totals[1] += working_set // _PAGE
+                continue
             tree = trees.get(t.pid) or []
             if not tree:
                 continue  # exited since the worker last looked
-            labels = (t.container, t.namespace, t.pod)
             ticks = sum(p.cpu_ticks for p in tree)
             pages = sum(p.rss_pages for p in tree)
             cpu, rss = ticks / _TICKS, float(pages * _PAGE)

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import ssl
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,7 @@ class KubeletServer:
         authorization_mode: str,
         metrics: KubeletMetrics | None = None,
         resource_targets: Callable[[], list[ContainerTarget]] | None = None,
+        runtime_targets: Callable[[], Awaitable[list[ContainerTarget]]] | None = None,
     ):
         self.node_name = node_name
         self.client = client
@@ -91,6 +92,7 @@ class KubeletServer:
         self.authorization_mode = authorization_mode
         self.metrics = metrics
         self.resource_targets = resource_targets
+        self.runtime_targets = runtime_targets  # CRI containers, measured by the runtime
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._auth_middleware])
@@ -129,6 +131,8 @@ class KubeletServer:
     async def _resource_metrics(self, _: web.Request) -> web.Response:
         assert self.resource_targets is not None
         targets = self.resource_targets()  # the containers, read here; the /proc scan off the event loop
+        if self.runtime_targets is not None:
+            targets += await self.runtime_targets()
         body = await asyncio.to_thread(render_resource_metrics, targets)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 

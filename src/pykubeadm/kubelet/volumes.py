@@ -29,6 +29,7 @@ import stat
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -39,7 +40,7 @@ from pykubeadm.kubelet.envvars import EnvError, ObjectCache, expand, field_value
 from pykubeadm.kubelet.volumeownership import set_volume_ownership
 from pykubeadm.layout import Layout
 
-__all__ = ["PLUGIN_DIRS", "Mount", "PodVolumes", "VolumeError", "write_atomic"]
+__all__ = ["PLUGIN_DIRS", "Mount", "PodVolumes", "VolumeError", "mount_pod_volumes", "write_atomic"]
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -581,3 +582,28 @@ def _bytes(quantity: str) -> int:
     from pykubeadm.util.quantity import parse_quantity
 
     return int(parse_quantity(quantity))
+
+
+async def mount_pod_volumes(
+    pod: Obj,
+    pod_dir: Path,
+    client: Any,
+    layout: Layout,
+    node_name: str,
+    *,
+    objects: ObjectCache | None,
+    on_failure: Callable[[str], None],
+    first_retry: float,
+) -> PodVolumes:
+    """A Pod's volumes, set up: a failure is reported (`on_failure`, the FailedMount event's message) and retried with
+    back-off from `first_retry` seconds up to 2 minutes, as the kubelet's volume manager keeps trying."""
+    volumes = PodVolumes(pod, pod_dir, client, layout, node_name, objects=objects)
+    delay = first_retry
+    while True:
+        try:
+            await volumes.setup()
+            return volumes
+        except VolumeError as e:
+            on_failure(e.message)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 120.0)
