@@ -19,7 +19,9 @@ to (C, D) or back and is timed from the PUT until the client Pod's requests to i
 (`follow_*`), with the worker's kube-proxy's own `kubeproxy_sync_proxy_rules_duration_seconds` (`sync_*`, from its
 metrics in the node's namespace; p99 is the upper bound of its histogram bucket). Then HTTP requests per second from
 the client Pod, one new connection per request (each through the Service's DNAT, conntrack and back), to the backends'
-Pod IPs (A and B in turn) and to the ClusterIP of a Service of (A, B): `rps_cluster_ip_over_pod_ip`, target ≥ 0.8.
+Pod IPs (A and B in turn) and to the ClusterIP of a Service of (A, B): `rps_cluster_ip_over_pod_ip`, target ≥ 0.8;
+the same with one kept connection per thread (`..._keepalive`: the Service's cost is then per connection, not per
+request). `sync_*` count only the syncs during the changes (`sync_all_since_start`: every one, the first full ones).
 Every request is sent from inside the client Pod's network namespace (nsenter --net on its pinned namespace); the
 host's namespace only talks to the lab through `<lab>/kubeconfig` (127.0.0.1).
 """
@@ -88,9 +90,9 @@ def helper_backends(port: int, ips: list[str]) -> None:
     servers[0].serve_forever()
 
 
-def helper_load(urls: list[str], seconds: float, threads: int) -> None:
-    """GET `urls` in turn from `threads` threads for `seconds`, a new connection per request; prints the requests per
-    second answered (and how many failed)."""
+def helper_load(urls: list[str], seconds: float, threads: int, keepalive: bool) -> None:
+    """GET `urls` in turn from `threads` threads for `seconds`, a new connection per request (or, with `keepalive`,
+    one connection per thread and URL, kept); prints the requests per second answered (and how many failed)."""
     import http.client
     from urllib.parse import urlsplit
 
@@ -100,19 +102,25 @@ def helper_load(urls: list[str], seconds: float, threads: int) -> None:
     stop = time.monotonic() + seconds
 
     def worker(k: int) -> None:
+        kept: dict[int, http.client.HTTPConnection] = {}
         i = k
         while time.monotonic() < stop:
             t = targets[i % len(targets)]
-            i += 1
-            conn = http.client.HTTPConnection(t.hostname or "", t.port or 80, timeout=5)
+            conn = kept.pop(i % len(targets), None) or http.client.HTTPConnection(t.hostname or "", t.port or 80, 5)
             try:
-                conn.request("GET", t.path or "/")
+                conn.request("GET", t.path or "/", headers={} if keepalive else {"Connection": "close"})
                 conn.getresponse().read()
                 counts[k] += 1
+                if keepalive:
+                    kept[i % len(targets)] = conn
+                else:
+                    conn.close()
             except OSError:
                 failures[k] += 1
-            finally:
                 conn.close()
+            i += 1
+        for conn in kept.values():
+            conn.close()
 
     began = time.monotonic()
     pool = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
@@ -412,11 +420,12 @@ def run_mode(mode: str, n: int, changes: int, workdir: Path) -> dict[str, Any]:
 _BACKEND_CODE = """
 import http.server, socketserver
 class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes: no delayed-ACK wait on a kept connection
     def do_GET(self):
         body = self.connection.getsockname()[0].encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(body)
     def log_message(self, *args):
@@ -448,26 +457,31 @@ def _lab_pods(client: Any, labels: str, count: int) -> list[dict[str, Any]]:
     return list(_wait(ready, 180, f"{count} Pods {labels} running"))
 
 
-def _sync_histogram(lab_dir: Path, node: str) -> dict[str, Any]:
-    """The node's kube-proxy's kubeproxy_sync_proxy_rules_duration_seconds: count, mean, p50/p99 bucket bounds."""
+def _sync_histogram(lab_dir: Path, node: str) -> dict[float, float]:
+    """The node's kube-proxy's kubeproxy_sync_proxy_rules_duration_seconds: cumulative count per bucket bound (inf:
+    every sync), with the sum under the key -1."""
     res = _pykubeadm("lab", "exec", "--dir", str(lab_dir), node, "--", "curl", "-s", "http://127.0.0.1:10249/metrics")
-    buckets: list[tuple[float, float]] = []
-    total = count = 0.0
+    out: dict[float, float] = {}
     for line in res.stdout.splitlines():
         if line.startswith("kubeproxy_sync_proxy_rules_duration_seconds_bucket"):
             le = line.split('le="', 1)[1].split('"', 1)[0]
-            buckets.append((float("inf") if le == "+Inf" else float(le), float(line.split()[-1])))
+            out[float("inf") if le == "+Inf" else float(le)] = float(line.split()[-1])
         elif line.startswith("kubeproxy_sync_proxy_rules_duration_seconds_sum "):
-            total = float(line.split()[1])
-        elif line.startswith("kubeproxy_sync_proxy_rules_duration_seconds_count "):
-            count = float(line.split()[1])
+            out[-1.0] = float(line.split()[1])
+    return out
+
+
+def _sync_figures(before: dict[float, float], after: dict[float, float]) -> dict[str, Any]:
+    """The syncs between two readings of the histogram: how many, their mean, the bucket bounds of p50 and p99."""
+    delta = {le: n - before.get(le, 0.0) for le, n in after.items()}
+    count = delta.get(float("inf"), 0.0)
 
     def bound(q: float) -> float | None:
-        return next((le for le, n in sorted(buckets) if count and n >= q * count), None)
+        return next((le for le, n in sorted(delta.items()) if le >= 0 and count and n >= q * count), None)
 
     return {
-        "sync_count": int(count),
-        "sync_mean_seconds": round(total / count, 4) if count else None,
+        "syncs": int(count),
+        "sync_mean_seconds": round(delta.get(-1.0, 0.0) / count, 4) if count else None,
         "sync_p50_le_seconds": bound(0.5),
         "sync_p99_le_seconds": bound(0.99),
     }
@@ -542,18 +556,27 @@ def run_lab(n: int, changes: int, load_seconds: float, workdir: Path) -> dict[st
         )
         after = _sync_histogram(lab_dir, node)
 
-        def load(urls: list[str]) -> dict[str, Any]:
-            proc = in_client(
-                [*me, "--helper", "load", str(load_seconds), "8", *urls], "load.log", stdout=subprocess.PIPE, text=True
-            )
+        def load(urls: list[str], how: str) -> dict[str, Any]:
+            argv = [*me, "--helper", "load", str(load_seconds), "8", how, *urls]
+            proc = in_client(argv, "load.log", stdout=subprocess.PIPE, text=True)
             out, _ = proc.communicate(timeout=load_seconds + 60)
             return dict(json.loads(out))
 
         pod_ip_urls = [f"http://{ip}:80/" for ip in backends[:2]]
         cluster_ip_urls = [f"http://{ips[names[0]]}:80/"]
-        rounds = [(load(pod_ip_urls), load(cluster_ip_urls)) for _ in range(2)]  # interleaved: load drifts
-        pod_rps = statistics.mean(r[0]["rps"] for r in rounds)
-        svc_rps = statistics.mean(r[1]["rps"] for r in rounds)
+        rps: dict[str, Any] = {}
+        failed = 0
+        for how in ("close", "keepalive"):
+            rounds = [
+                (load(pod_ip_urls, how), load(cluster_ip_urls, how)) for _ in range(2)
+            ]  # interleaved: load drifts
+            pod_rps = statistics.mean(r[0]["rps"] for r in rounds)
+            svc_rps = statistics.mean(r[1]["rps"] for r in rounds)
+            failed += sum(r[0]["failed"] + r[1]["failed"] for r in rounds)
+            suffix = "" if how == "close" else "_keepalive"
+            rps[f"rps_pod_ip{suffix}"] = round(pod_rps, 1)
+            rps[f"rps_cluster_ip{suffix}"] = round(svc_rps, 1)
+            rps[f"rps_cluster_ip_over_pod_ip{suffix}"] = round(svc_rps / pod_rps, 3) if pod_rps else None
         admin.close()
         return {
             "mode": "nftables in a netns lab (1 control plane + 1 worker)",
@@ -565,13 +588,12 @@ def run_lab(n: int, changes: int, load_seconds: float, workdir: Path) -> dict[st
             "follow_p50_seconds": round(statistics.median(samples), 4),
             "follow_p99_seconds": round(_percentile(samples, 99), 4),
             "follow_max_seconds": round(max(samples), 4),
-            "kube_proxy_syncs_during_changes": after["sync_count"] - before["sync_count"],
-            **{k: v for k, v in after.items() if k != "sync_count"},
-            "rps_pod_ip": round(pod_rps, 1),
-            "rps_cluster_ip": round(svc_rps, 1),
-            "rps_cluster_ip_over_pod_ip": round(svc_rps / pod_rps, 3) if pod_rps else None,
-            "rps_failed_requests": sum(r[0]["failed"] + r[1]["failed"] for r in rounds),
-            "rps_client": f"8 threads, a new connection per request, {load_seconds:g} s per round, 2 rounds each",
+            **_sync_figures(before, after),
+            "sync_all_since_start": _sync_figures({}, after),
+            **rps,
+            "rps_failed_requests": failed,
+            "rps_client": f"8 threads from the client Pod, {load_seconds:g} s per round, 2 rounds each; rps_*: a new "
+            "connection per request (each one DNATed and tracked), rps_*_keepalive: one kept connection per thread",
         }
     finally:
         for p in reversed(procs):
@@ -584,7 +606,7 @@ def main() -> None:
         if sys.argv[2] == "backends":
             helper_backends(int(sys.argv[3]), sys.argv[4:])
         elif sys.argv[2] == "load":
-            helper_load(sys.argv[5:], float(sys.argv[3]), int(sys.argv[4]))
+            helper_load(sys.argv[6:], float(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "keepalive")
         else:
             helper_poller()
         return
