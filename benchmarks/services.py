@@ -228,6 +228,15 @@ def _follow_changes(
     return samples
 
 
+def _follow_figures(samples: list[float]) -> dict[str, Any]:
+    return {
+        "changes": len(samples),
+        "follow_p50_seconds": round(statistics.median(samples), 4),
+        "follow_p99_seconds": round(_percentile(samples, 99), 4),
+        "follow_max_seconds": round(max(samples), 4),
+    }
+
+
 def _slice(name: str, ips: list[str], port: int, node: str = NODE) -> dict[str, Any]:
     return {
         "apiVersion": "discovery.k8s.io/v1",
@@ -401,10 +410,7 @@ def run_mode(mode: str, n: int, changes: int, workdir: Path) -> dict[str, Any]:
                 "endpoints_per_service": 2,
                 "create_seconds": round(create_s, 2),
                 "kube_proxy_start_to_all_programmed_seconds": round(startup_s, 2),
-                "changes": len(samples),
-                "follow_p50_seconds": round(statistics.median(samples), 4),
-                "follow_p99_seconds": round(_percentile(samples, 99), 4),
-                "follow_max_seconds": round(max(samples), 4),
+                **_follow_figures(samples),
                 "kube_proxy_rss_mb": round(rss / 2**20, 1) if rss else None,
             }
     finally:
@@ -584,10 +590,7 @@ def run_lab(n: int, changes: int, load_seconds: float, workdir: Path) -> dict[st
             "endpoints_per_service": 2,
             "create_seconds": round(create_s, 2),
             "create_to_all_programmed_seconds": round(programmed_s, 2),
-            "changes": len(samples),
-            "follow_p50_seconds": round(statistics.median(samples), 4),
-            "follow_p99_seconds": round(_percentile(samples, 99), 4),
-            "follow_max_seconds": round(max(samples), 4),
+            **_follow_figures(samples),
             **_sync_figures(before, after),
             "sync_all_since_start": _sync_figures({}, after),
             **rps,
