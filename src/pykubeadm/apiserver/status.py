@@ -110,7 +110,8 @@ def forbidden(plural: str, group: str, name: str, why: str) -> ApiError:
 
 
 def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> ApiError:
-    parts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
+    # the message lists each distinct error once (field.ErrorList.ToAggregate); the causes keep every one
+    parts = list(dict.fromkeys(f"{c.field}: {c.message}" if c.field else c.message for c in causes))
     joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
     msg = f'{qualified(kind, group)} "{name}" is invalid: {joined}'
     return ApiError(422, "Invalid", msg, _details(name, group, kind), causes=list(causes))

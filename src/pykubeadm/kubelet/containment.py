@@ -62,7 +62,7 @@ class Launch:
     cgroups: list[str] = field(default_factory=list)  # cgroup.procs files to join
     root_layer: Path | None = None
     read_only_root: bool = False
-    unconfined: bool = False  # privileged with nothing more: the lab's zygote may fork it
+    unconfined: bool = False  # privileged with nothing more: the lab's zygote may fork it (into its cgroups)
 
 
 class PodContainment:
@@ -108,7 +108,7 @@ class PodContainment:
             confine=conf.launcher_args(),
             read_only_root=conf.read_only_root,
             root_layer=None if conf.read_only_root else self.pod_dir / "containers" / str(spec.get("name")) / "rootfs",
-            unconfined=conf.unconfined and not limits,
+            unconfined=conf.unconfined,
         )
         if out.root_layer is not None:
             out.root_layer.mkdir(parents=True, exist_ok=True, mode=0o700)

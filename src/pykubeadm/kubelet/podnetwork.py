@@ -3,7 +3,9 @@ the node's CNI configuration (what containerd's CRI plugin does for its sandboxe
 
 Owned by the kubelet when it runs with `--cni-conf-dir`. `status()` is the runtime's NetworkReady condition: not
 ready (the real kubelet's message, `NETWORK_NOT_READY`) until the conf dir holds a valid configuration; `watch()`
-re-reads the directory every second and reports changes (the Node's Ready condition follows). `attach()` makes the
+follows the directory with inotify as containerd's CNI config syncer does (fsnotify; asyncinotify here), re-reads it
+at each change and reports the changes (the Node's Ready condition follows at once, and so do the Pods waiting for
+the network, `wait_change()`). `attach()` makes the
 sandbox's namespace (`<pod dir>/netns`, kubelet.netns), runs CNI ADD for `lo` (the loopback plugin, as containerd)
 and `eth0` (the node's network, `CNI_ARGS` with the Pod's K8S_POD_* names, `portMappings` from its hostPorts) and
 returns the Pod's addresses; a namespace a previous kubelet attached is adopted from the CNI result cache.
@@ -18,11 +20,14 @@ The node's files are under its root directory: the cache lives at `<root>/var/li
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from asyncinotify import Inotify, Mask
 
 from pykubeadm.cni import (
     CacheEntry,
@@ -49,6 +54,14 @@ NETWORK_NOT_READY = (
 )
 #: The kubelet's NetworkNotReadyErrorMsg: a Pod's sync fails with it (event reason NetworkNotReady).
 NETWORK_NOT_READY_MSG = "network is not ready"
+#: What in the conf dir makes the network be read again: a file written, moved in or out, removed (kindnet writes
+#: its conflist to a temporary file and renames it), or the directory itself going away.
+_CONF_DIR_EVENTS = (
+    Mask.CREATE | Mask.CLOSE_WRITE | Mask.MOVED_TO | Mask.MOVED_FROM | Mask.DELETE | Mask.DELETE_SELF | Mask.MOVE_SELF
+)
+#: The full re-read besides inotify's events; the reading interval where inotify cannot be had.
+_RESYNC = 10.0
+_POLL = 1.0
 #: host-local's default store.
 _HOST_LOCAL_DIR = "/var/lib/cni/networks"
 #: containerd's loopback network for every sandbox.
@@ -101,6 +114,7 @@ class PodNetwork:
         self.runtime = CNIRuntime(bin_dirs, cache_dir)
         self.network: NetworkConfigList | None = None
         self._problem: str | None = None
+        self._changed: asyncio.Event | None = None
 
     # --- readiness ----------------------------------------------------------------------------------------------
     def sync(self) -> bool:
@@ -122,12 +136,47 @@ class PodNetwork:
         """The runtime's network error (None: NetworkReady)."""
         return None if self.network is not None else NETWORK_NOT_READY
 
-    async def watch(self, on_change: Callable[[], None], every: float = 1.0) -> None:
-        """Follow the conf dir (containerd watches it with inotify; a directory listing per second is as quick)."""
+    async def wait_change(self, timeout: float) -> None:
+        """Return when the network's configuration changes (`watch` saw it), or after `timeout` seconds."""
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout)
+
+    async def _resync(self, on_change: Callable[[], None]) -> None:
+        if await asyncio.to_thread(self.sync):
+            on_change()
+            if self._changed is not None:
+                self._changed.set()
+                self._changed = None  # the next waiters wait for the next change
+
+    async def watch(self, on_change: Callable[[], None], resync: float = _RESYNC) -> None:
+        """Follow the conf dir, made if missing (containerd makes it too): re-read it on each inotify event in it, and
+        every `resync` seconds besides; where inotify cannot be had (its limits reached), every `_POLL` seconds."""
         while True:
-            if await asyncio.to_thread(self.sync):
-                on_change()
-            await asyncio.sleep(every)
+            await self._resync(on_change)
+            try:
+                self.conf_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+                inotify = Inotify()
+            except OSError as e:
+                log.warning("cannot watch %s (%s): reading it every %gs", self.conf_dir, e, _POLL)
+                await asyncio.sleep(_POLL)
+                continue
+            with inotify:
+                try:
+                    inotify.add_watch(self.conf_dir, _CONF_DIR_EVENTS)
+                except OSError as e:  # the directory went away meanwhile: make it again
+                    log.warning("cannot watch %s: %s", self.conf_dir, e)
+                    await asyncio.sleep(_POLL)
+                    continue
+                while True:
+                    try:
+                        event = await asyncio.wait_for(inotify.get(), resync)
+                    except TimeoutError:
+                        event = None
+                    await self._resync(on_change)
+                    if event is not None and event.mask & (Mask.IGNORED | Mask.DELETE_SELF | Mask.MOVE_SELF):
+                        break  # the directory itself is gone: watch it again once made
 
     # --- attachments --------------------------------------------------------------------------------------------
     def _node_view(self, net: NetworkConfigList) -> NetworkConfigList:

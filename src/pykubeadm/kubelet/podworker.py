@@ -383,7 +383,7 @@ class PodWorker:
                 if loop.time() - warned >= 30.0 or not warned:  # the kubelet's event, not once a second
                     warned = loop.time()
                     self.event("Warning", "NetworkNotReady", f"{podnetwork.NETWORK_NOT_READY_MSG}: {err}")
-                await asyncio.sleep(1.0)
+                await network.wait_change(1.0)  # at once when the node's network is configured
                 continue
             try:
                 ips = await asyncio.to_thread(network.attach, self.pod, self.uid, self.pod_dir)

@@ -30,12 +30,14 @@ so that `join` finds one waiting as a join forked by `lab up` does. On the conne
 importing `join` takes on its critical path. As for a warm kubelet, a changed pykubeadm runs as a new interpreter; a
 command asked for by another installation (interpreter or package path) is refused, and the asker runs it itself.
 
-It forks the lab's add-on containers too (kube-proxy, CoreDNS: `python -m pykubeadm component NAME ...`), which a
-warm kubelet otherwise starts as new interpreters (~0.3 s of CPU each, several at once while the lab comes up). The
-kubelet's sandbox launcher (native/pod-sandbox.c, `-z SOCKET`, given by a kubelet the zygote forked: `serving_zygote()`)
-makes the container's namespaces, then sends {"container": {"argv", "env", "cwd"}} and the container's stdin, stdout
-and stderr (SCM_RIGHTS). The zygote's grandchild enters the launcher's (the peer's, SO_PEERCRED) UTS and mount
-namespaces, root and working directory, unshares a PID namespace and forks the program as its PID 1, with its own
+It forks the lab's add-on containers too (kube-proxy, CoreDNS, kindnetd: `python -m pykubeadm component NAME ...`),
+which a warm kubelet otherwise starts as new interpreters (~0.3 s of CPU each, several at once while the lab comes up;
+far longer for kindnetd, whose 100m CPU limit throttles an interpreter's imports). The kubelet's sandbox launcher
+(native/pod-sandbox.c, `-z SOCKET`, given by a kubelet the zygote forked: `serving_zygote()`) makes the container's
+namespaces, then sends {"container": {"argv", "env", "cwd", "cgroups"}} and the container's stdin, stdout and stderr
+(SCM_RIGHTS); the program joins the container's cgroups (its cgroup.procs files) before anything else, so its CPU and
+memory limits hold as for an exec'd program. The zygote's grandchild enters the launcher's (the peer's, SO_PEERCRED)
+UTS and mount namespaces, root and working directory, unshares a PID namespace and forks the program as its PID 1, with its own
 /proc, the container's stdio and environment, and its command line in /proc. It answers `pid N` (the program's pid
 outside the namespace) and `exit STATUS` (its wait status) when the program has ended, and kills the program if the
 launcher goes away first. The launcher joins that PID namespace for its children (nsenter, `kubectl exec`, find it
@@ -97,8 +99,9 @@ _IDLE_CHECK = 30.0
 
 #: What a warm kubelet imports before it waits (kubelet.cli._await_start), and so what the zygote imports.
 _MODULES = ("pykubeadm.cli.main", "pykubeadm.kubelet.cli", "pykubeadm.kubelet.config", "pykubeadm.kubelet.kubelet")
-#: The built-in components whose containers a kubelet forked by the zygote asks it to fork (the add-ons' images).
-FORKED_COMPONENTS = ("kube-proxy", "coredns")
+#: The built-in components whose containers a kubelet forked by the zygote asks it to fork (the add-ons' images,
+#: and the network addon's, which starts on the critical path of a network-namespace lab's Ready nodes).
+FORKED_COMPONENTS = ("kube-proxy", "coredns", "kindnetd")
 #: What those components import when they run: what the lab asks the zygote to import ahead (`preload`).
 ADDON_MODULES = (
     "pykubeadm.cli.component",
@@ -114,6 +117,9 @@ ADDON_MODULES = (
     "pykubeadm.dns.plugins.kubernetes",
     "pykubeadm.dns.plugins.forward",
     "pykubeadm.dns.plugins.cache",
+    "pykubeadm.kindnet.cli",
+    "pykubeadm.kindnet.agent",
+    "pykubeadm.dns.plugins.kubernetes.credentials",
 )
 #: The zygote that forked this process's kubelet (set in the warm kubelet), which forks its add-on containers.
 _serving: list[Path] = []
@@ -518,8 +524,10 @@ def _read_request(conn: socket.socket) -> dict[str, Any]:
             and all(isinstance(a, str) for a in spec["argv"])
             and isinstance(spec.get("env"), dict)
             and all(isinstance(v, str) for v in spec["env"].values())
+            and isinstance(spec.get("cgroups", []), list)
+            and all(isinstance(f, str) and Path(f).name == "cgroup.procs" for f in spec.get("cgroups", []))
         ):
-            raise ValueError("a container is its cwd, argv and env")
+            raise ValueError("a container is its cwd, argv, env and cgroup.procs files")
         return request
     if not isinstance(request.get("root"), str) or not request["root"]:
         raise ValueError("a request names a node root")
@@ -681,6 +689,9 @@ def _become_container(conn: socket.socket, request: dict[str, Any], stamp: int, 
     fds = socket.recv_fds(conn, 1, 3)[1]
     if len(fds) != 3 or code_stamp() != stamp:
         return 1
+    # the container's cgroups, opened while the host's /sys is in view: the program joins them before anything else,
+    # so that its resource limits hold as for an exec'd program (the relay itself stays out of them)
+    cgroups = [os.open(f, os.O_WRONLY | os.O_CLOEXEC) for f in spec.get("cgroups", [])]
     os.setsid()
     launcher = _peer(conn)
     set_proc_args([f"pykubeadm: zygote relay of {name} for launcher {launcher}"], {})  # not a second zygote in ps
@@ -688,9 +699,9 @@ def _become_container(conn: socket.socket, request: dict[str, Any], stamp: int, 
     program = os.fork()
     if program == 0:
         conn.close()
-        exit_child(functools.partial(_run_container, fds, argv, env))
+        exit_child(functools.partial(_run_container, fds, argv, env, cgroups))
     try:
-        for fd in fds:
+        for fd in [*fds, *cgroups]:
             os.close(fd)
         ended = os.pidfd_open(program)
         conn.sendall(f"pid {program}\n".encode())  # fails if the launcher has hung up (or given up waiting)
@@ -720,10 +731,15 @@ def _kill_and_reap(pid: int) -> None:  # pragma: no cover - runs in the zygote's
         os.waitpid(pid, 0)
 
 
-def _run_container(fds: list[int], argv: list[str], env: dict[str, str]) -> int:  # pragma: no cover - grandchild
-    """The program, PID 1 of the container's PID namespace: its /proc, stdio, session and command line."""
+def _run_container(  # pragma: no cover - grandchild
+    fds: list[int], argv: list[str], env: dict[str, str], cgroups: list[int]
+) -> int:
+    """The program, PID 1 of the container's PID namespace: its cgroups, /proc, stdio, session and command line."""
     from pykubeadm.kubelet.forkserver import prepare_child, run_as_new_interpreter, run_pykubeadm, set_proc_args
 
+    for fd in cgroups:  # "0": the writer itself (its children follow)
+        os.write(fd, b"0")
+        os.close(fd)
     _libc_call("mount /proc", _libc().mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None))
     os.setsid()
     for target, fd in enumerate(fds):

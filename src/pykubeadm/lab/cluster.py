@@ -475,9 +475,9 @@ def lab_up(
     topology.write_host_kubeconfig(lab_dir, Layout(cp.root).admin_kubeconfig, settings.api_server_port)
     from pykubeadm.lab.addons import install_addons
 
-    install_addons(admin_kubeconfig(lab_dir), out)
-    if netns:
+    if netns:  # first: the nodes are NotReady until it runs
         _install_pod_network(lab_dir, cp, endpoint, out)
+    install_addons(admin_kubeconfig(lab_dir), out)
     _apply_addons(lab_dir, addons, out)
     for _ in range(control_planes - 1):
         node = new_node(lab_dir, nodes, control_plane=True)

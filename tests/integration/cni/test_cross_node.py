@@ -148,7 +148,10 @@ def test_the_agent_follows_the_nodes(two_nodes: dict[str, Any], tmp_path: Path) 
             assert doc == render_conflist(["10.244.1.0/24"])
             assert [p["type"] for p in doc["plugins"]] == ["bridge", "portmap"] and doc["cniVersion"] == "0.4.0"
             assert list(conf_dir.iterdir()) == [conf_dir / CONFLIST_NAME]  # no temporary file left behind
-            masq = run("nft", "list", "table", "ip", "kindnet-masq", ns=ns).stdout
+            # the conflist comes first (the node is Ready on it), the masquerading right after
+            masq = wait_until(
+                lambda: run("nft", "list", "table", "ip", "kindnet-masq", ns=ns, check=False).stdout, 30, "masquerading"
+            )
             assert "ip saddr 10.244.1.0/24 ip daddr != { 10.244.1.0-10.244.2.255 } masquerade" in masq, masq  # merged
             api.kubectl("delete", "node", "node-b")
             wait_until(lambda: routes() == [], 30, "node-b's route to go")

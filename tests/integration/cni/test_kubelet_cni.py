@@ -216,7 +216,7 @@ def test_pods_get_their_own_addresses_once_the_network_is_ready(node: dict[str, 
 
     # the network addon's part: the node's conflist appears (atomically, as a rename)
     confdir = root / "etc/cni/net.d"
-    confdir.mkdir(parents=True)
+    assert confdir.is_dir()  # made by the kubelet as it follows it (as containerd makes its conf dir)
     tmp = confdir / ".10-podnet.conflist.tmp"
     tmp.write_text(json.dumps(conflist(Path("/var/lib/cni/networks"), POD_CIDR)))
     tmp.rename(confdir / "10-podnet.conflist")

@@ -166,3 +166,33 @@ def test_the_program_runs_in_the_pods_network_namespace(
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)
         netns.remove(pinned)
+
+
+def test_a_forked_program_joins_its_containers_cgroups(sock: Path, corefile: Path) -> None:
+    """A container with limits (the network addon's 100m CPU, 50Mi memory) forked by the zygote is charged to and
+    limited by its own cgroups, as an exec'd one: the program is in them, its zygote relay is not."""
+    from pykubeadm.kubelet.cgroups import NodeCgroups
+
+    node = NodeCgroups.detect(f"zygote-test-{os.getpid()}")
+    if node is None:
+        pytest.skip("no writable cgroup hierarchy")
+    spec = {"name": "c", "resources": {"limits": {"cpu": "100m", "memory": "50Mi"}}}
+    pod = node.pod("zygote-cgroups", "Burstable")
+    proc = None
+    try:
+        pod.create({"containers": [spec]})
+        container = pod.create_container("cid", spec, privileged=True)
+        argv = [sys.executable, "-m", "pykubeadm", "component", "coredns", "-conf", str(corefile)]
+        launcher = sandbox.sandboxed_argv(argv, [], hostname="dns-pod", zygote=sock, cgroups=container.procs_files())
+        proc = subprocess.Popen(launcher, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        _serving(proc)
+        program = _program(corefile, proc.pid)
+        assert program not in children_of(proc.pid)  # forked by the zygote
+        relay = int(_status(program, "PPid"))
+        for procs in container.procs_files():
+            members = {int(p) for p in Path(procs).read_text().split()}
+            assert program in members and relay not in members, procs
+    finally:
+        if proc is not None:
+            _stop(proc)
+        node.remove_all()

@@ -111,3 +111,18 @@ def test_the_manifest_is_the_objects_as_yaml() -> None:
     docs = list(yaml.safe_load_all(kindnet_manifest(pod_subnet="10.244.0.0/16")))
     assert [d["kind"] for d in docs] == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet"]
     assert docs == kindnet_objects(pod_subnet="10.244.0.0/16")
+
+
+def test_a_status_heartbeat_changes_no_sync_input() -> None:
+    """The agent skips a sync whose inputs are the last one's: a Node's status change (a heartbeat, a condition) is
+    none; a new node's podCIDR, or its address, is."""
+    from pykubeadm.kindnet.agent import sync_inputs
+
+    nodes = [node("a", ["172.18.1.1"], ["10.244.0.0/24"]), node("b", ["172.18.1.2"], ["10.244.1.0/24"])]
+    before = sync_inputs(nodes, "a")
+    assert before == (["10.244.0.0/24"], {"10.244.1.0/24": "172.18.1.2"}, ["10.244.0.0/24", "10.244.1.0/24"])
+    nodes[1]["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    assert sync_inputs(nodes, "a") == before
+    nodes.append(node("c", ["172.18.1.3"], ["10.244.2.0/24"]))
+    assert sync_inputs(nodes, "a") != before
+    assert sync_inputs(nodes, "a", ["10.244.0.0/16"])[2] == ["10.244.0.0/16"]

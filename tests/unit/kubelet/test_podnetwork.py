@@ -1,9 +1,11 @@
-"""The kubelet's side of the Pod network without plugins: readiness from the conf dir, the Node's Ready message,
-hostPorts as portmap's capability, host-local's store under the node's root."""
+"""The kubelet's side of the Pod network without plugins: readiness from the conf dir (followed with inotify), the
+Node's Ready message, hostPorts as portmap's capability, host-local's store under the node's root."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from pathlib import Path
 
 from pykubeadm.kubelet.node import node_conditions
@@ -32,6 +34,46 @@ def test_readiness_follows_the_conf_dir(tmp_path: Path) -> None:
     assert not net.sync()  # nothing changed
     conf.write_text("{broken")
     assert net.sync() and net.status() == NETWORK_NOT_READY
+
+
+async def _until_made(path: Path) -> None:
+    for _ in range(1000):
+        if path.is_dir():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{path} was not made")
+
+
+async def test_the_conf_dir_is_followed_as_it_changes(tmp_path: Path) -> None:
+    """A conflist written (atomically, as kindnet writes it), then removed, then the directory itself removed and made
+    again: each is seen without waiting for the periodic re-read (an hour here), and wakes the Pods' waiters."""
+    layout = Layout(tmp_path / "node")
+    conf_dir = layout.host("/etc/cni/net.d")
+    net = PodNetwork(conf_dir, ["/usr/lib/cni"], layout.host("/var/lib/cni"), layout)
+    changes = asyncio.Queue[None]()
+    watcher = asyncio.create_task(net.watch(lambda: changes.put_nowait(None), resync=3600))
+    try:
+        # the watch makes the directory (as containerd does) and watches it in one step of the event loop: once the
+        # directory is there, the next change is an event
+        await _until_made(conf_dir)
+        assert net.status() == NETWORK_NOT_READY
+        waiter = asyncio.create_task(net.wait_change(3600))
+        tmp = conf_dir / ".10-kindnet.conflist.tmp"
+        tmp.write_text(json.dumps(CONFLIST))
+        os.rename(tmp, conf_dir / "10-kindnet.conflist")
+        await asyncio.wait_for(changes.get(), 10)
+        assert net.status() is None
+        await asyncio.wait_for(waiter, 10)  # a Pod waiting for the network goes on at once
+        (conf_dir / "10-kindnet.conflist").unlink()
+        await asyncio.wait_for(changes.get(), 10)
+        assert net.status() == NETWORK_NOT_READY
+        conf_dir.rmdir()  # the directory itself: watched again once made again
+        await _until_made(conf_dir)
+        (conf_dir / "10-kindnet.conflist").write_text(json.dumps(CONFLIST))
+        await asyncio.wait_for(changes.get(), 10)
+        assert net.status() is None
+    finally:
+        watcher.cancel()
 
 
 def test_the_ready_condition_carries_the_runtime_error() -> None:

@@ -21,7 +21,7 @@
  *
  * With -z the program (a `python -m pykubeadm component ...` the lab's zygote has imported) is forked by the pykubeadm
  * zygote listening at SOCKET instead of exec'd: the launcher connects and sends one JSON line {"container": {"argv",
- * "env", "cwd"}} before it unshares, and its stdin, stdout and stderr (SCM_RIGHTS) once its mount and UTS namespaces
+ * "cgroups", "env", "cwd"}} (cgroups: the -C files, which the program joins before anything else) before it unshares, and its stdin, stdout and stderr (SCM_RIGHTS) once its mount and UTS namespaces
  * are set up. The zygote's child then enters the launcher's namespaces, root and working directory, unshares a PID
  * namespace and forks the program as its PID 1; it answers "pid N" (the program's pid here) and, when the program has
  * ended, "exit STATUS" (a wait status). The launcher joins that PID namespace for its children (so that nsenter finds
@@ -618,6 +618,11 @@ static int zygote_request(int fd, char **prog, const char *cwd) {
     for (char **a = prog; *a; a++) {
         if (a != prog) fputs(", ", f);
         json_string(f, *a);
+    }
+    fputs("], \"cgroups\": [", f); /* the program joins them first: its limits hold as for an exec'd one */
+    for (int k = 0; k < cf.ncgroups; k++) {
+        if (k) fputs(", ", f);
+        json_string(f, cf.cgroups[k]);
     }
     fputs("], \"env\": {", f);
     int first = 1;
