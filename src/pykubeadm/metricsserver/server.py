@@ -24,7 +24,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 from pykubeadm import constants as c
 from pykubeadm.controllers.app.delegatedauth import DelegatingAuth
-from pykubeadm.controllers.app.serving import self_signed_pair
 from pykubeadm.metricsserver.api import MetricsAPI, resource_request
 from pykubeadm.metricsserver.auth import ExtensionAuth
 from pykubeadm.metricsserver.scrape import Scraper
@@ -62,12 +61,37 @@ def serving_context(opts: ServerOptions, host_ip: str) -> ssl.SSLContext:
     cert, key = opts.cert_dir / "apiserver.crt", opts.cert_dir / "apiserver.key"
     if not (cert.is_file() and key.is_file()):
         ips = ["127.0.0.1"] + ([host_ip] if host_ip not in ("", "0.0.0.0", "::", "127.0.0.1") else [])
-        cert_pem, key_pem = self_signed_pair("localhost", ips, [])
-        opts.cert_dir.mkdir(parents=True, exist_ok=True)
-        write_file_atomic(key, key_pem, mode=0o600)
-        write_file_atomic(cert, cert_pem, mode=0o644)
+        _generate_in_child(cert, key, ips)
     ctx.load_cert_chain(cert, key)
     return ctx
+
+
+def _write_self_signed(cert: Path, key: Path, ips: list[str]) -> None:
+    from pykubeadm.controllers.app.serving import self_signed_pair
+
+    cert_pem, key_pem = self_signed_pair("localhost", ips, [])
+    cert.parent.mkdir(parents=True, exist_ok=True)
+    write_file_atomic(key, key_pem, mode=0o600)
+    write_file_atomic(cert, cert_pem, mode=0o644)
+
+
+def _generate_in_child(cert: Path, key: Path, ips: list[str]) -> None:
+    """_write_self_signed in a forked child, so that what RSA key generation touches (OpenSSL's and
+    cryptography's code for it, ~2 MB) is never resident in this long-running process. Called before the process
+    starts any thread; a failure is an OSError naming the files."""
+    pid = os.fork()
+    if pid == 0:  # the child: write the pair, exit without running the parent's cleanups
+        code = 0
+        try:
+            _write_self_signed(cert, key, ips)
+        except BaseException as err:  # whatever it is, the parent reports it
+            with contextlib.suppress(OSError):
+                os.write(2, f"unable to generate the self-signed serving certificate: {err}\n".encode())
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise OSError(f"unable to generate a self-signed serving certificate in {cert}, {key}")
 
 
 class _Metrics:
@@ -178,11 +202,14 @@ class MetricsServer:
                 log.exception("Failed to scrape nodes")
             await asyncio.sleep(max(self.opts.resolution - (time.monotonic() - started), 0.0))
 
-    async def serve(self) -> web.AppRunner:
+    def _host(self) -> str:
         host = self.opts.bind_address
         if host in ("0.0.0.0", "::") and os.environ.get("PYKUBEADM_POD_IP"):
             host = os.environ["PYKUBEADM_POD_IP"]  # the Pod's "every address" is its own (Pods share the node's)
-        ctx = await asyncio.to_thread(serving_context, self.opts, host)
+        return host
+
+    async def serve(self, ctx: ssl.SSLContext) -> web.AppRunner:
+        host = self._host()
         app = web.Application(middlewares=[self.auth.middleware(resource_request)])
         self.api.routes(app)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=c.SERVER_SHUTDOWN_TIMEOUT_SECONDS)
@@ -192,11 +219,12 @@ class MetricsServer:
         return runner
 
     async def run(self) -> None:
+        ctx = serving_context(self.opts, self._host())  # first: it may fork, before any thread or connection
         await self.auth.start()
         tasks: list[asyncio.Task[None]] = []
         runner: web.AppRunner | None = None
         try:
-            runner = await self.serve()
+            runner = await self.serve(ctx)
             tasks.append(asyncio.create_task(self._scrape_loop(), name="scrape"))
             self.ready.set()
             await asyncio.gather(*tasks)
