@@ -22,7 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pykubeadm.errors import KubeadmError
-from pykubeadm.lab.cluster import admin_kubeconfig, child_env, find_node, pykubeadm_command, update_load_balancer
+from pykubeadm.lab.cluster import (
+    admin_kubeconfig,
+    child_env,
+    find_node,
+    pykubeadm_command,
+    start_runtime,
+    update_load_balancer,
+)
 from pykubeadm.lab.nodes import LabNode
 from pykubeadm.layout import Layout
 from pykubeadm.phases.kubeletservice import kubelet_pid, start_kubelet
@@ -52,6 +59,10 @@ def lab_stop(lab_dir: Path, name: str, out: Out = print, timeout: float = 20.0) 
             raise KubeadmError(f"lab: processes of {name} still running after {timeout:g}s: {pids}")
         time.sleep(0.1)
     Layout(node.root).kubelet_pid_file.unlink(missing_ok=True)
+    if node.containerd:  # its containerd went with the rest; its shims and the containers under them go too
+        from pykubeadm.lab.runtime import stop
+
+        stop(node, out)
     out(f"[lab] stopped {name}: killed {len(killed)} process(es)")
     return killed
 
@@ -64,6 +75,7 @@ def lab_start(lab_dir: Path, name: str, out: Out = print) -> str:
         raise KubeadmError(f"lab: {name} has no kubelet.conf (reset?): join it with 'pykubeadm lab join --node {name}'")
     if kubelet_pid(layout) is not None:
         raise KubeadmError(f"lab: the kubelet of {name} is already running")
+    start_runtime(lab_dir.absolute(), [node])  # as after a reboot: the runtime service before the kubelet
     with entered(node.namespaces or None):  # the kubelet, and all it starts, run in the node's namespaces
         how = start_kubelet(layout)
     out(f"[lab] started the kubelet of {name} ({how})")
@@ -96,6 +108,10 @@ def lab_reset(lab_dir: Path, name: str, out: Out = print) -> None:
     for line in res.stdout.splitlines():
         if "etcd" in line:
             out(line)
+    if node.containerd:  # reset removed its Pods through CRI; the lab takes its containerd away with them
+        from pykubeadm.lab.runtime import stop
+
+        stop(node, out)
     if node.control_plane:
         update_load_balancer(lab_dir)
         out(f"[lab] {name} left the load balancer")
