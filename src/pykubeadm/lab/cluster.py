@@ -473,7 +473,7 @@ def lab_up(
         forkcli.preload(forkcli.INIT_MODULES)
     # Workers can join once init has made the bootstrap token and the cluster-info ConfigMap (its bootstrap-token
     # phase): they start then, while init applies the addons.
-    starting.wait([cp.name])
+    starting.wait_serving([cp.name])
     init = forkcli.start(cp.root, args, notify_after=_JOINABLE_AFTER_PHASE, namespaces=cp.namespaces)
     planned = list(nodes)
     joining = []
@@ -481,7 +481,7 @@ def lab_up(
         joining.append(new_node(lab_dir, planned, control_plane=False))
         planned.append(joining[-1])
     topology.make_nodes(state_dir(lab_dir), joining)  # while init works
-    starting = lab_runtime.start(state_dir(lab_dir), joining if containerd else [], registry_hosts)
+    starting_joins = lab_runtime.start(state_dir(lab_dir), joining if containerd else [], registry_hosts)
     _prepare_joins(lab_dir, joining)
 
     def init_failed() -> KubeadmError:
@@ -491,7 +491,7 @@ def lab_up(
         discard_prewarmed_kubelets()
         raise init_failed()
     ca_hash = _ca_hash(lab_dir)
-    starting.wait([n.name for n in joining])
+    starting_joins.wait_serving([n.name for n in joining])
     procs: Joins = {}
     for node in joining:  # workers join while the control planes join one after another
         nodes.append(node)
@@ -515,6 +515,8 @@ def lab_up(
     if registry:
         _publish_registry(lab_dir, out)
     _apply_addons(lab_dir, addons, out)
+    starting.wait()  # every node's containerd has kubeadm's pause image
+    starting_joins.wait()
     for _ in range(control_planes - 1):
         node = new_node(lab_dir, nodes, control_plane=True)
         nodes.append(node)

@@ -10,7 +10,9 @@ imported into every node (`ctr images import`), so the lab starts offline. kubea
 containerd.sock`.
 
 `start` launches the daemons and the pause imports as child processes without waiting (the lab process must stay
-single-threaded to fork its commands, lab.forkcli); `wait` blocks until a node's runtime serves with its pause image.
+single-threaded to fork its commands, lab.forkcli); `wait_serving` blocks until a node's containerd listens (before
+its init or join: kubeadm asks it through CRI), `wait` until its pause image is in (before the lab is declared up: no
+Pod sandbox of the lab is made through CRI before then, the lab's system Pods being the built-in runtime's).
 `stop` takes a node's runtime away completely: every Pod removed through CRI while the daemon runs (the shims outlive
 containerd), the daemon stopped by its pid (checked against its command line), any shim of it left killed with what
 runs under it, and every mount under its root and state dirs detached. Pids and logs are in the lab's state dir.
@@ -132,6 +134,22 @@ class Starting:
     """Nodes whose containerds are starting: the pause import of each (a `ctr` that waits for the socket)."""
 
     imports: dict[str, tuple[LabNode, subprocess.Popen[bytes]]]
+
+    def wait_serving(self, names: Iterable[str], timeout: float = _START_TIMEOUT) -> None:
+        """Block until the named nodes' containerds listen on their sockets (containerd listens once its plugins
+        are loaded): enough for kubeadm's CRI check. The pause image may still be being imported (see wait)."""
+        deadline = time.monotonic() + timeout
+        for name in names:
+            entry = self.imports.get(name)
+            if entry is None:
+                continue
+            node, proc = entry
+            socket = Layout(node.root).containerd_socket
+            while not socket.is_socket():
+                if running_pid(node) is None or proc.poll() not in (None, 0) or time.monotonic() > deadline:
+                    self.wait([name], timeout=0)  # the error, with the end of the daemon's log
+                    raise KubeadmError(f"lab: the containerd of {node.name} does not listen on {socket}")
+                time.sleep(0.005)
 
     def wait(self, names: Iterable[str] | None = None, timeout: float = _START_TIMEOUT) -> None:
         """Block until the named nodes' (default: all) containerds serve with the pause image imported; a failure is
