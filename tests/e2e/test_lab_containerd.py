@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -48,7 +49,7 @@ class ContainerdLab:
     def endpoint(self, node: str) -> str:
         return f"unix://{self.dir / node}/run/containerd/containerd.sock"
 
-    def cri(self, node: str, call: str, *args: str) -> object:
+    def cri(self, node: str, call: str, *args: object) -> Any:
         async def run() -> object:
             async with CRIClient(self.endpoint(node), timeout=60) as cri:
                 return await getattr(cri, call)(*args)
@@ -115,7 +116,7 @@ def test_each_node_runs_its_own_containerd_in_its_network_namespace(lab: Contain
         assert str(lab.dir / node / "etc/containerd/config.toml").encode() in args
         assert os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(lab.dir / f".lab/netns/{node}/net").st_ino
         version = lab.cri(node, "version")
-        assert version.runtime_name == "containerd", version  # type: ignore[attr-defined]
+        assert version.runtime_name == "containerd", version
         pause = lab.cri(node, "image_status", "registry.k8s.io/pause:3.10")
         assert pause is not None, f"kubeadm's pause image is not preloaded on {node}"
         flags = Layout(lab.dir / node).kubelet_env_file.read_text()
@@ -147,7 +148,7 @@ def test_lab_load_imports_a_docker_archive_into_every_node(lab: ContainerdLab, b
     assert res.returncode == 0, res.stdout + res.stderr
     for node in NODES:
         assert f"[lab] {node}: loaded" in res.stdout
-        tags = {tag for image in lab.cri(node, "list_images") for tag in image.repo_tags}  # type: ignore[attr-defined]
+        tags = {tag for image in lab.cri(node, "list_images") for tag in image.repo_tags}
         assert LOADED in tags, (node, tags)
 
 
@@ -163,7 +164,7 @@ def test_an_image_pushed_to_the_lab_registry_is_pulled_by_a_node(lab: Containerd
     ref = lab.cri("lab-worker", "pull_image", "localhost:5001/busybox")
     assert str(ref).startswith("sha256:")
     image = lab.cri("lab-worker", "image_status", "localhost:5001/busybox:latest")
-    assert image is not None and "localhost:5001/busybox:latest" in image.repo_tags  # type: ignore[attr-defined]
+    assert image is not None and "localhost:5001/busybox:latest" in image.repo_tags
 
 
 def test_the_local_registry_hosting_configmap(lab: ContainerdLab) -> None:
@@ -171,6 +172,29 @@ def test_the_local_registry_hosting_configmap(lab: ContainerdLab) -> None:
     value = yaml.safe_load(cm["data"]["localRegistryHosting.v1"])
     assert value["host"] == "localhost:5001"
     assert value["help"].startswith("https://")
+
+
+def test_a_pod_sandbox_gets_an_address_from_the_workers_pod_network(lab: ContainerdLab) -> None:
+    """The node's containerd makes Pod networks with the CNI config kindnet wrote for the node (its podCIDR). The
+    sandbox is left running: lab down must take it, its shim and its network namespace away."""
+    import ipaddress
+    import uuid
+
+    from pykubeadm.cri.v1 import api_pb2 as api
+
+    uid = str(uuid.uuid4())
+    config = api.PodSandboxConfig(
+        metadata=api.PodSandboxMetadata(name="probe", namespace="default", uid=uid, attempt=0),
+        hostname="probe",
+        log_directory=str(lab.dir / f"lab-worker/var/log/pods/default_probe_{uid}"),
+        linux=api.LinuxPodSandboxConfig(),
+    )
+    sandbox = lab.cri("lab-worker", "run_pod_sandbox", config)
+    status = lab.cri("lab-worker", "pod_sandbox_status", sandbox)
+    ip = ipaddress.ip_address(status.status.network.ip)
+    cidr = lab.kubectl("get", "node", "lab-worker", "-o", "jsonpath={.spec.podCIDR}")
+    assert ip in ipaddress.ip_network(cidr), (ip, cidr)
+    assert _containerd_leftovers(lab.dir), "no shim runs for the sandbox"
 
 
 def _containerd_leftovers(lab_dir: Path) -> list[str]:

@@ -25,7 +25,7 @@ import yaml
 
 from pykubeadm.errors import KubeadmError
 from pykubeadm.lab import network
-from pykubeadm.util.procstat import cmdline
+from pykubeadm.lab.pidfile import recorded_pid, stop_recorded, write_pid
 
 __all__ = [
     "HOST_PORT",
@@ -76,11 +76,7 @@ def _config(state: Path) -> Path:
 
 def running(state: Path) -> int | None:
     """The pid of this lab's registry, if it runs."""
-    try:
-        pid = int((state / _PID_FILE).read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    return pid if str(_config(state)) in (cmdline(pid) or []) else None
+    return recorded_pid(state / _PID_FILE, str(_config(state)))
 
 
 def start(state: Path) -> int:
@@ -109,7 +105,7 @@ def start(state: Path) -> int:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    (state / _PID_FILE).write_text(f"{proc.pid}\n")
+    write_pid(state / _PID_FILE, proc.pid)
     return proc.pid
 
 
@@ -132,14 +128,7 @@ def wait(state: Path, timeout: float = 30.0) -> None:
 
 def stop(state: Path) -> bool:
     """Stop this lab's registry by its pid; True if one ran."""
-    pid = running(state)
-    (state / _PID_FILE).unlink(missing_ok=True)
-    if pid is None:
-        return False
-    from pykubeadm.phases.reset.processes import stop_processes
-
-    stop_processes([pid], grace=5.0)
-    return True
+    return stop_recorded(state / _PID_FILE, str(_config(state)))
 
 
 def parse_mirrors(flags: Iterable[str]) -> dict[str, list[str]]:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from pykubeadm import constants as c
 from pykubeadm.errors import KubeadmError
 from pykubeadm.lab.nodes import LabNode
+from pykubeadm.lab.pidfile import recorded_pid, stop_recorded, write_pid
 from pykubeadm.layout import Layout
 from pykubeadm.util.namespaces import nsenter_prefix, unmount
 from pykubeadm.util.procstat import cmdline
@@ -121,12 +122,7 @@ def _log_file(node: LabNode) -> Path:
 
 def running_pid(node: LabNode) -> int | None:
     """The pid of the node's containerd, if it runs (its command line names the node's config)."""
-    try:
-        pid = int(_pid_file(node).read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    args = cmdline(pid) or []
-    return pid if str(Layout(node.root).containerd_config) in args else None
+    return recorded_pid(_pid_file(node), str(Layout(node.root).containerd_config))
 
 
 @dataclass
@@ -217,7 +213,7 @@ def start(state: Path, nodes: Iterable[LabNode], hosts: dict[str, tuple[str, lis
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-            _pid_file(node).write_text(f"{daemon.pid}\n")
+            write_pid(_pid_file(node), daemon.pid)
             # The import waits for the socket, so that nothing in this process waits for the daemon.
             script = (
                 'i=0; while [ ! -S "$1" ]; do i=$((i+1)); [ $i -gt 3000 ] && exit 3; sleep 0.01; done; shift; exec "$@"'
@@ -314,10 +310,8 @@ def stop(node: LabNode, out: Out) -> None:
         else:
             if removed:
                 out(f"[lab] {node.name}: removed {removed} Pod sandbox(es) through CRI")
-    if pid is not None:
-        stop_processes([pid], grace=5.0)
+    if stop_recorded(_pid_file(node), str(layout.containerd_config)):
         out(f"[lab] stopped the containerd of {node.name}")
-    _pid_file(node).unlink(missing_ok=True)
     left = _descendants(_shims(layout.containerd_socket))
     if left:
         stop_processes(left, grace=0.5)
