@@ -4,11 +4,14 @@
   scheduler, etcd), its Pods — is killed at once (SIGKILL: a node that loses power does not shut down cleanly; its
   leases and its etcd membership stay until the cluster notices). Processes are found by the node's root dir
   (phases.reset.processes: session leaders and environments naming the root; plus Pod sandboxes whose session
-  leader is gone, which a killed kubelet leaves behind), never by name.
-* start: the node's kubelet starts again (as after a reboot); it starts the node's static Pods from their manifests.
-* reset: `pykubeadm reset -f` on the node (a control plane's reset removes its stacked etcd member first), then the
-  lab's part of kubeadm's clean-up guide: its server leaves the load balancer and its Node object is deleted, so the
-  node can join again under the same name (`pykubeadm lab join --node NAME`).
+  leader is gone, which a killed kubelet leaves behind), never by name. A node with its own containerd loses it too,
+  with its shims and every container under them (lab.runtime.power_off).
+* start: the node's containerd (if it has one) and then its kubelet start again (as after a reboot); the kubelet
+  starts the node's static Pods from their manifests.
+* reset: `pykubeadm reset -f` on the node (a control plane's reset removes its stacked etcd member first; its Pods in
+  a containerd of its own go through CRI), its containerd stopped, then the lab's part of kubeadm's clean-up guide:
+  its server leaves the load balancer and its Node object is deleted, so the node can join again under the same
+  name (`pykubeadm lab join --node NAME`, which starts its containerd again first).
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ def lab_stop(lab_dir: Path, name: str, out: Out = print, timeout: float = 20.0) 
     """Kill every process of node `name`; returns their pids."""
     node = find_node(lab_dir.absolute(), name)
     killed: list[int] = []
+    if node.containerd:  # its containerd, the shims and the containers under them, before they are orphaned
+        from pykubeadm.lab.runtime import power_off
+
+        killed += power_off(node, out)
     deadline = time.monotonic() + timeout
     while True:
         # a dying kubelet may still start a container: look again until none
@@ -59,10 +66,6 @@ def lab_stop(lab_dir: Path, name: str, out: Out = print, timeout: float = 20.0) 
             raise KubeadmError(f"lab: processes of {name} still running after {timeout:g}s: {pids}")
         time.sleep(0.1)
     Layout(node.root).kubelet_pid_file.unlink(missing_ok=True)
-    if node.containerd:  # its containerd went with the rest; its shims and the containers under them go too
-        from pykubeadm.lab.runtime import stop
-
-        stop(node, out)
     out(f"[lab] stopped {name}: killed {len(killed)} process(es)")
     return killed
 

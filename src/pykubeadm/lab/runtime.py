@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterable
@@ -52,6 +53,7 @@ __all__ = [
     "choose",
     "config_of",
     "endpoint",
+    "power_off",
     "running_pid",
     "start",
     "stop",
@@ -316,9 +318,27 @@ def stop(node: LabNode, out: Out) -> None:
     if left:
         stop_processes(left, grace=0.5)
         out(f"[lab] {node.name}: stopped {len(left)} containerd shim process(es) left: {left}")
+    _unmount_all(node, out)
+
+
+def _unmount_all(node: LabNode, out: Out) -> None:
+    layout = Layout(node.root)
     mounts = _mounts_under([layout.containerd_state, layout.containerd_root])
     for point in mounts:
         with contextlib.suppress(OSError):
             unmount(point)
     if mounts:
         out(f"[lab] {node.name}: unmounted {len(mounts)} mount(s) of its containerd")
+
+
+def power_off(node: LabNode, out: Out) -> list[int]:
+    """The node loses power: its containerd, every shim of it and every container under them SIGKILLed at once
+    (their records stay in containerd's root, as on a machine that lost power), its mounts detached; the pids."""
+    layout = Layout(node.root)
+    pid = running_pid(node)
+    pids = ([pid] if pid is not None else []) + _descendants(_shims(layout.containerd_socket))
+    for victim in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(victim, signal.SIGKILL)
+    _unmount_all(node, out)
+    return pids
