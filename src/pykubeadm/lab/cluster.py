@@ -360,6 +360,12 @@ def _check_up_args(workers: int, datastore: str, control_planes: int, out: Out) 
         )
 
 
+_REGISTRY_NEEDS_CONTAINERD = (
+    "--registry and --registry-mirror configure the nodes' containerd: use --runtime containerd (the netns "
+    "topology, as root)"
+)
+
+
 def lab_up(
     lab_dir: Path,
     workers: int,
@@ -386,6 +392,8 @@ def lab_up(
     "REGISTRY=URL" (lab.registry)."""
     _check_up_args(workers, datastore, control_planes, out)
     lab_registry.parse_mirrors(registry_mirrors)  # a clear error before anything is made
+    if (registry or registry_mirrors) and (runtime_name == lab_runtime.BUILTIN or topology_name == topology.LOOPBACK):
+        raise KubeadmError(f"lab: {_REGISTRY_NEEDS_CONTAINERD}")
     lab_dir = lab_dir.absolute()
     if lab_nodes(lab_dir):
         raise KubeadmError(f"a lab already exists in {lab_dir}: run 'pykubeadm lab down --dir {lab_dir}' first")
@@ -415,9 +423,8 @@ def lab_up(
     runtime = lab_runtime.choose(runtime_name, netns, out)
     containerd = runtime == lab_runtime.CONTAINERD
     if (registry or registry_mirrors) and not containerd:
-        raise KubeadmError(
-            "lab: --registry and --registry-mirror configure the nodes' containerd: use --runtime containerd"
-        )
+        topology.remove(state_dir(lab_dir), lambda _: None)  # nothing of the lab stays
+        raise KubeadmError(f"lab: {_REGISTRY_NEEDS_CONTAINERD}")
     settings = LabSettings(
         datastore,
         f"{prefix}{LB_OCTET}" if ha else "",

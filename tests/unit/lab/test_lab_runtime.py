@@ -135,3 +135,14 @@ def test_load_without_a_lab_or_into_a_builtin_lab_says_what_to_do(tmp_path: Path
     save_settings(tmp_path, LabSettings(topology="netns", runtime="builtin"))
     with pytest.raises(KubeadmError, match="runs the built-in runtime"):
         lab_load(tmp_path, [tmp_path / "x.tar"], print)
+
+
+def test_a_registry_without_containerd_is_refused_before_anything_is_made(tmp_path: Path) -> None:
+    from pykubeadm.lab.cluster import lab_up
+
+    for args in ({"runtime_name": "builtin"}, {"topology_name": "loopback"}):
+        with pytest.raises(KubeadmError, match="--registry and --registry-mirror configure the nodes' containerd"):
+            lab_up(tmp_path / "lab", 1, "sqlite", print, registry=True, **args)  # type: ignore[arg-type]
+        assert not (tmp_path / "lab").exists()
+    with pytest.raises(KubeadmError, match="invalid --registry-mirror"):
+        lab_up(tmp_path / "lab", 1, "sqlite", print, registry_mirrors=("docker.io",))
