@@ -15,6 +15,7 @@ class CRIEndpointError(KubeadmError):
     """A CRI endpoint that cannot be dialled (only `unix://` with an absolute path is supported on Linux). Defined
     here, without gRPC, so that what only writes endpoints (a node's containerd config) does not load it."""
 
+
 UNIX_SCHEME = "unix://"
 #: sun_path holds 108 bytes with its terminating NUL.
 _MAX_SUN_PATH = 107
