@@ -30,6 +30,16 @@ __all__ = [
 ]
 
 _CRI = "io.containerd.grpc.v1.cri"
+#: Plugins a node's containerd never uses (its snapshotter is overlayfs; no tracing): not loaded, so each of a lab's
+#: containerds starts sooner and holds less memory.
+_UNUSED_PLUGINS = (
+    "io.containerd.snapshotter.v1.aufs",
+    "io.containerd.snapshotter.v1.btrfs",
+    "io.containerd.snapshotter.v1.devmapper",
+    "io.containerd.snapshotter.v1.zfs",
+    "io.containerd.tracing.processor.v1.otlp",
+    "io.containerd.internal.v1.tracing",
+)
 
 
 def kubeadm_pause_image(image_repository: str = c.DEFAULT_IMAGE_REPOSITORY) -> str:
@@ -75,6 +85,7 @@ def render_config(cfg: ContainerdConfig) -> str:
     restrict = negative_oom_score_adj_refused() if cfg.restrict_oom_score_adj is None else cfg.restrict_oom_score_adj
     doc: dict[str, Any] = {
         "version": 2,
+        "disabled_plugins": list(_UNUSED_PLUGINS),
         "root": str(layout.containerd_root),
         "state": str(layout.containerd_state),
         "grpc": {"address": str(layout.containerd_socket)},
