@@ -86,7 +86,11 @@ _ARGS_META = "pykubeadm.kubelet.args"
 @click.option("--config", "config_file", help="The kubelet's KubeletConfiguration file.")
 @click.option("--node-ip", help="IP address of the node; the built-in kubelet also serves :10250 and healthz on it.")
 @click.option("--hostname-override", help="Use this name instead of the hostname as the node name.")
-@click.option("--container-runtime-endpoint", help="Accepted for compatibility; the built-in runtime runs processes.")
+@click.option(
+    "--container-runtime-endpoint",
+    help="The CRI runtime's socket (unix:///path, a node path): Pods whose images the built-in runtime does not own "
+    "run there. Unset, or no socket there: every Pod runs on the built-in runtime.",
+)
 @click.option("--pod-infra-container-image", help="Accepted for compatibility (the pause image).")
 @click.option(
     "--cni-conf-dir",
@@ -220,7 +224,7 @@ def _own_args(argv: list[str]) -> list[str]:
 
 
 def _await_start(fork: bool = False) -> list[str] | None:
-    """A warm start (phases/kubeletservice.prewarm_kubelet): import what the kubelet runs on while the command that
+    """A warm start (kubelet/service.prewarm_kubelet): import what the kubelet runs on while the command that
     started us works, then wait for {"args": [...], "log": path} on stdin. None on EOF: that command ended without
     starting us, and we exit having written nothing. With `fork`, the fork server is forked once the imports are done
     (before any flag or credential is read), to import the control-plane components while we wait."""

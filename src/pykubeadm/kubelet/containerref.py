@@ -27,6 +27,7 @@ class ContainerRef:
     stdin: Any = None  # shim.FifoWriter of a `stdin: true` container
     stdin_once: bool = False
     tty_path: str | None = None  # the terminal of a `tty: true` container (attach applies resizes to it)
+    runtime_streams: Any = None  # kubelet.cri.streams.CRIStreams of a CRI container: its runtime serves sessions
 
     @classmethod
     def of(cls, worker: Any, ct: Any) -> ContainerRef:
@@ -40,6 +41,7 @@ class ContainerRef:
             stdin=getattr(ct.proc, "stdin", None) if ct.pid is not None else None,
             stdin_once=bool(ct.spec.get("stdinOnce")),
             tty_path=_tty_path(ct),
+            runtime_streams=getattr(ct, "streams", None),
         )
 
 

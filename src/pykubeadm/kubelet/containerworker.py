@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pykubeadm.kubelet import images
 from pykubeadm.kubelet.podstatus import now as _now
 from pykubeadm.kubelet.ports import PortOwner, container_ports
-from pykubeadm.kubelet.probes import Probe, run_probe
+from pykubeadm.kubelet.probes import Probe, ProbeLoops, run_probe
 from pykubeadm.kubelet.shim import ShimProcess, start_static_container
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class BackOff:
 
 
 @dataclass
-class ContainerWorker:
+class ContainerWorker(ProbeLoops):
     """One container (regular or init): its process, probe state and the ContainerStatus fields."""
 
     pod: PodWorker
@@ -355,71 +355,13 @@ class ContainerWorker:
     def _named_ports(self) -> dict[str, int]:
         return {p["name"]: int(p["containerPort"]) for p in self.spec.get("ports") or [] if p.get("name")}
 
-    async def _kill(self, why: str, kind: str) -> None:
+    def _probe_event(self, kind: str, reason: str, message: str) -> None:
+        self._event(kind, reason, message)
+
+    async def _probe_failed(self, why: str, kind: str) -> None:
         self._kill_reason = why
         log.warning("pod %s: container %s %s, will be restarted", self.pod.key, self.name, why)
         await self.stop(self.pod.grace, f"Container {self.name} failed {kind} probe, will be restarted")
-
-    async def _probe_loop(self, started_mono: float) -> None:
-        loop = asyncio.get_running_loop()
-        startup = Probe.parse(self.spec.get("startupProbe"))
-        liveness = Probe.parse(self.spec.get("livenessProbe"))
-        readiness = Probe.parse(self.spec.get("readinessProbe"))
-        if startup is not None:
-            await asyncio.sleep(startup.initial_delay)
-            failures = 0
-            while True:
-                ok, msg = await self._probe(startup)
-                if ok:
-                    break
-                failures += 1
-                self._event("Warning", "Unhealthy", f"Startup probe failed: {msg}")
-                if failures >= startup.failure_threshold:
-                    await self._kill(f"failed startup probe: {msg}", "startup")
-                    return
-                await asyncio.sleep(startup.period)
-        self.started = True
-        if readiness is None:
-            self.ready = True
-        self.pod.changed()
-        tasks = []
-        if liveness is not None:
-            tasks.append(self._liveness(liveness, max(0.0, started_mono + liveness.initial_delay - loop.time())))
-        if readiness is not None:
-            tasks.append(self._readiness(readiness))
-        if tasks:
-            await asyncio.gather(*tasks)
-
-    async def _liveness(self, probe: Probe, delay: float) -> None:
-        await asyncio.sleep(delay)
-        failures = 0
-        while True:
-            ok, msg = await self._probe(probe)
-            failures = 0 if ok else failures + 1
-            if not ok:
-                self._event("Warning", "Unhealthy", f"Liveness probe failed: {msg}")
-            if failures >= probe.failure_threshold:
-                await self._kill(f"failed liveness probe: {msg}", "liveness")
-                return
-            await asyncio.sleep(probe.period)
-
-    async def _readiness(self, probe: Probe) -> None:
-        await asyncio.sleep(probe.initial_delay)
-        ok_count = fail_count = 0
-        while True:
-            ok, msg = await self._probe(probe)
-            if ok:
-                ok_count, fail_count = ok_count + 1, 0
-                if ok_count >= probe.success_threshold and not self.ready:
-                    self.ready = True
-                    self.pod.changed()
-            else:
-                ok_count, fail_count = 0, fail_count + 1
-                self._event("Warning", "Unhealthy", f"Readiness probe failed: {msg}")
-                if fail_count >= probe.failure_threshold and self.ready:
-                    self.ready = False
-                    self.pod.changed()
-            await asyncio.sleep(probe.period)
 
 
 class ContainerConfigError(Exception):

@@ -55,6 +55,7 @@ from pykubeadm.kubelet.package import installed_version
 from pykubeadm.kubelet.podnetwork import PodNetwork
 from pykubeadm.kubelet.pods import PodManager
 from pykubeadm.kubelet.resourcemetrics import container_targets
+from pykubeadm.kubelet.runtimeroute import connect_node_runtime
 from pykubeadm.kubelet.server import KubeletServer, healthz_app, serving_ssl_context
 from pykubeadm.kubelet.servicelinks import ServiceLinks
 from pykubeadm.kubelet.staticpods import StaticPodManager
@@ -105,6 +106,7 @@ class Kubelet:
         self._serving_ctx: ssl.SSLContext | None = None
         self.metrics = KubeletMetrics(settings.node_name, self._workers)
         self.network = self._pod_network()
+        self.runtime: Any = None  # the node's CRI runtime (kubelet.cri.CRIRuntime), None: every Pod runs built-in
 
     def _pod_network(self) -> PodNetwork | None:
         if not self.s.cni_conf_dir:
@@ -236,6 +238,7 @@ class Kubelet:
                 )
                 self._spawn(self.cert_renewer.run())
             if self.s.kubeconfig:
+                self.runtime = await connect_node_runtime(self.s.container_runtime_endpoint, self.layout)
                 await self._start_api_side()
             else:
                 log.info("no --kubeconfig: running in standalone mode (static Pods only)")
@@ -335,6 +338,7 @@ class Kubelet:
             resolv_conf=self._resolv_conf(),
             observer=self.metrics.pod_changed,
             network=self.network,
+            runtime=self.runtime,
         )
         self._spawn(self.events.run())
         self._spawn(self.pods.services.run())
@@ -462,8 +466,8 @@ class Kubelet:
             pod["metadata"]["uid"] = sp.hash
             pod["status"] = worker.status()
             out.append(pod)
-        for worker in list(self.pods.workers.values()) if self.pods is not None else []:
-            out.append({**worker.pod, "status": worker.status()})
+        for api_worker in list(self.pods.workers.values()) if self.pods is not None else []:
+            out.append({**api_worker.pod, "status": api_worker.status()})
         return out
 
     async def shutdown(self) -> None:
@@ -484,6 +488,9 @@ class Kubelet:
         if self.client is not None:
             with contextlib.suppress(Exception):
                 await self.client.close()
+        if self.runtime is not None:
+            with contextlib.suppress(Exception):
+                await self.runtime.close()
 
 
 def _pair_from_pem(cert_pem: bytes, key_pem_bytes: bytes) -> CertPair:

@@ -8,6 +8,10 @@ lets `kubectl delete` return. Status is written (merge patch of pods/<name>/stat
 and the status differs from the last one written, in coalesced batches. At start, the Pod directories of Pods the API
 no longer has are cleaned up (their processes stopped, their CNI attachments deleted, as are cached attachments of
 any other Pod that is gone); the others are adopted by their workers.
+
+With a CRI runtime on the node (`runtime`), a Pod runs there or built-in as `runtimeroute.pod_runtime` says: a
+`cri.podworker.CRIPodWorker` or a `podworker.PodWorker`, which offer the manager the same calls. Sandboxes of Pods
+the API no longer has are stopped and removed through the runtime at start.
 """
 
 from __future__ import annotations
@@ -22,10 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from pykubeadm.cni import CNIError
+from pykubeadm.cri.errors import CRIError
 from pykubeadm.kubelet.api import ApiError
+from pykubeadm.kubelet.cri.podconfig import POD_UID_LABEL
+from pykubeadm.kubelet.cri.podworker import CRIPodWorker
 from pykubeadm.kubelet.listwatch import list_then_watch
 from pykubeadm.kubelet.podworker import PodWorker
 from pykubeadm.kubelet.ports import NodePorts, host_port_conflict
+from pykubeadm.kubelet.runtimeapi import KubeletRuntime
+from pykubeadm.kubelet.runtimeroute import pod_runtime
 from pykubeadm.kubelet.shim import ShimProcess
 from pykubeadm.layout import Layout
 
@@ -38,6 +47,8 @@ _COALESCE = 0.05
 _PATCH_PARALLEL = 16
 #: Seconds a ConfigMap or Secret read for a Pod is reused (the kubelet's TTL-based object managers: 1 min).
 _OBJECT_TTL = 60.0
+
+Worker = PodWorker | CRIPodWorker
 
 
 class PodManager:
@@ -58,8 +69,9 @@ class PodManager:
         cluster_dns: list[str] | None = None,
         cluster_domain: str = "",
         resolv_conf: Path | None = None,
-        observer: Callable[[PodWorker], None] | None = None,
+        observer: Callable[[Any], None] | None = None,
         network: Any = None,
+        runtime: KubeletRuntime | None = None,
     ) -> None:
         self.client = client
         self.node_name = node_name
@@ -75,10 +87,11 @@ class PodManager:
         self.resolv_conf = resolv_conf
         self.observer = observer  # every worker's changes (the kubelet's metrics)
         self.network = network  # podnetwork.PodNetwork: the node's CNI network, None: Pods share the node's
+        self.runtime = runtime  # the node's CRI runtime, None: every Pod runs built-in
         self.ports = NodePorts()
         self._object_cache: Any = None
         self.rejections: set[asyncio.Task[None]] = set()  # status writes of rejected Pods, in flight
-        self.workers: dict[str, PodWorker] = {}
+        self.workers: dict[str, Worker] = {}
         self._terminating: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
         self._wake = asyncio.Event()
@@ -88,7 +101,7 @@ class PodManager:
         self._patch_slots = asyncio.Semaphore(_PATCH_PARALLEL)
 
     # --- lookups ----------------------------------------------------------------------------------------------------
-    def find(self, namespace: str, name: str) -> PodWorker | None:
+    def find(self, namespace: str, name: str) -> Worker | None:
         for w in self.workers.values():
             if w.namespace == namespace and w.name == name:
                 return w
@@ -126,6 +139,7 @@ class PodManager:
         if not self._cleaned:
             self._cleaned = True
             await asyncio.to_thread(self._remove_orphans, seen)
+            await self._remove_orphan_sandboxes(seen)
         self.synced.set()
 
     async def _on_event(self, kind: str, obj: dict[str, Any]) -> None:
@@ -183,26 +197,7 @@ class PodManager:
                 return
             if not self.layout.pod_dir(uid).exists() and not self._admit(pod):
                 return
-            worker = PodWorker(
-                pod,
-                uid=uid,
-                node_name=self.node_name,
-                pod_ip=self.pod_ip,
-                layout=self.layout,
-                on_change=self._changed,
-                backoff_initial=self.backoff_initial,
-                source="api",
-                events=self.events,
-                client=self.client,
-                objects=self._objects(),
-                service_env=self.services.env_for if self.services is not None else None,
-                cluster_dns=self.cluster_dns,
-                cluster_domain=self.cluster_domain,
-                resolv_conf=self.resolv_conf,
-                node_ports=self.ports,
-                observer=self.observer,
-                network=self.network,
-            )
+            worker = self._new_worker(pod, uid)
             self.workers[uid] = worker
             worker.start()
             self._changed(worker)
@@ -213,6 +208,48 @@ class PodManager:
             self._terminating[uid] = asyncio.ensure_future(
                 self._terminate(worker, float(grace) if grace is not None else None)
             )
+
+    def _new_worker(self, pod: dict[str, Any], uid: str) -> Worker:
+        """The Pod's worker on the runtime that runs it (`runtimeroute.pod_runtime`)."""
+        if self.runtime is not None and pod_runtime(pod.get("spec") or {}, cri=True) == "cri":
+            return CRIPodWorker(
+                pod,
+                uid=uid,
+                runtime=self.runtime,
+                node_name=self.node_name,
+                host_ip=self.pod_ip,
+                layout=self.layout,
+                on_change=self._changed,
+                backoff_initial=self.backoff_initial,
+                events=self.events,
+                client=self.client,
+                objects=self._objects(),
+                service_env=self.services.env_for if self.services is not None else None,
+                cluster_dns=self.cluster_dns,
+                cluster_domain=self.cluster_domain,
+                resolv_conf=self.resolv_conf,
+                observer=self.observer,
+            )
+        return PodWorker(
+            pod,
+            uid=uid,
+            node_name=self.node_name,
+            pod_ip=self.pod_ip,
+            layout=self.layout,
+            on_change=self._changed,
+            backoff_initial=self.backoff_initial,
+            source="api",
+            events=self.events,
+            client=self.client,
+            objects=self._objects(),
+            service_env=self.services.env_for if self.services is not None else None,
+            cluster_dns=self.cluster_dns,
+            cluster_domain=self.cluster_domain,
+            resolv_conf=self.resolv_conf,
+            node_ports=self.ports,
+            observer=self.observer,
+            network=self.network,
+        )
 
     def _admit(self, pod: dict[str, Any]) -> bool:
         """The kubelet's admission: a Pod beyond maxPods is rejected with OutOfpods, one asking for a hostPort another
@@ -235,7 +272,7 @@ class PodManager:
         task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
         return False
 
-    async def _terminate(self, worker: PodWorker, grace: float | None) -> None:
+    async def _terminate(self, worker: Worker, grace: float | None) -> None:
         try:
             await worker.terminate(grace)
             await self._flush(worker.uid)
@@ -271,14 +308,14 @@ class PodManager:
         if task is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(task)
-        elif worker.pids():
+        elif worker.has_running():
             await worker.terminate(min(worker.grace, 2.0))
         else:
             await worker.detach()
         await worker.release_network()
         await asyncio.to_thread(self._remove_dirs, worker)
 
-    def _remove_dirs(self, worker: PodWorker) -> None:
+    def _remove_dirs(self, worker: Worker) -> None:
         shutil.rmtree(worker.pod_dir, ignore_errors=True)
         shutil.rmtree(worker.log_dir, ignore_errors=True)
 
@@ -303,6 +340,21 @@ class PodManager:
         if self.network is not None:  # attachments of Pods whose directory is gone as well
             self.network.collect(lambda uid: uid in known, self.layout.pod_dir)
 
+    async def _remove_orphan_sandboxes(self, known: set[str]) -> None:
+        """Sandboxes on the CRI runtime of Pods the API does not have: stopped and removed (their containers too)."""
+        if self.runtime is None:
+            return
+        try:
+            for sandbox in await self.runtime.list_pod_sandbox():
+                uid = sandbox.labels.get(POD_UID_LABEL)
+                if uid is None or uid in known:
+                    continue
+                log.info("removing the sandbox %s of orphaned pod %s", sandbox.id, uid)
+                await self.runtime.stop_pod_sandbox(sandbox.id)
+                await self.runtime.remove_pod_sandbox(sandbox.id)
+        except CRIError as e:
+            log.warning("removing the sandboxes of orphaned pods: %s", e)
+
     def _release_network(self, uid: str) -> None:
         try:
             self.network.detach(uid, self.layout.pod_dir(uid))
@@ -310,7 +362,7 @@ class PodManager:
             log.warning("releasing the network of orphaned pod %s: %s", uid, e)
 
     # --- status -----------------------------------------------------------------------------------------------------
-    def _changed(self, worker: PodWorker) -> None:
+    def _changed(self, worker: Worker) -> None:
         self._dirty.add(worker.uid)
         self._wake.set()
 

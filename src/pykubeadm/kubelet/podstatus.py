@@ -13,7 +13,7 @@ from typing import Any
 from pykubeadm.util.apitime import now_time as now
 from pykubeadm.util.quantity import parse_quantity
 
-__all__ = ["Conditions", "now", "pod_phase", "qos_class"]
+__all__ = ["Conditions", "now", "pod_phase", "qos_class", "worker_phase", "worker_status"]
 
 
 def pod_phase(
@@ -173,3 +173,51 @@ def _init_succeeded(s: Mapping[str, Any]) -> bool:
     if not term:
         return False
     return bool(term.get("exitCode") == 0)
+
+
+def worker_phase(worker: Any) -> str:
+    """A pod worker's phase (built-in or CRI: `failed`, `spec`, `containers`, `init_containers`, `init_failed`,
+    `init_done`)."""
+    if worker.failed:
+        return "Failed"
+    return pod_phase(
+        worker.spec,
+        [ct.status() for ct in worker.containers],
+        [ct.status() for ct in worker.init_containers],
+        init_failed=worker.init_failed,
+        init_done=worker.init_done,
+    )
+
+
+def worker_status(worker: Any) -> dict[str, Any]:
+    """The PodStatus a pod worker reports: phase, conditions, IPs, start time, QoS class and container statuses."""
+    cts = [ct.status() for ct in worker.containers]
+    inits = [ct.status() for ct in worker.init_containers]
+    phase = worker_phase(worker)
+    if phase in ("Succeeded", "Failed"):
+        for s in cts:
+            s["ready"] = False
+    update_conditions(
+        worker.conditions,
+        phase=phase,
+        sandbox_ready=(worker.sandbox_ready or worker.source == "file") and phase not in ("Succeeded", "Failed"),
+        init_statuses=inits,
+        statuses=cts,
+        init_done=worker.init_done,
+    )
+    out: dict[str, Any] = {
+        "phase": phase,
+        "conditions": worker.conditions.as_list(),
+        "hostIP": worker.host_ip,
+        "hostIPs": [{"ip": worker.host_ip}],
+        "startTime": worker.start_time,
+        "qosClass": qos_class(worker.spec),
+        "containerStatuses": cts,
+    }
+    if worker.pod_ips:
+        out["podIP"], out["podIPs"] = worker.pod_ip, [{"ip": ip} for ip in worker.pod_ips]
+    if inits:
+        out["initContainerStatuses"] = inits
+    if worker.failed:
+        out["reason"], out["message"] = worker.failed
+    return out

@@ -30,7 +30,7 @@ from typing import Any
 from pykubeadm.cni import CNIError
 from pykubeadm.kubelet import dnsconfig, images, podnetwork, runtime
 from pykubeadm.kubelet.containerworker import BackOff, ContainerConfigError, ContainerWorker
-from pykubeadm.kubelet.podstatus import Conditions, now, pod_phase, qos_class, update_conditions
+from pykubeadm.kubelet.podstatus import Conditions, now, worker_phase, worker_status
 from pykubeadm.layout import Layout
 
 __all__ = ["BackOff", "ContainerWorker", "PodWorker"]
@@ -580,17 +580,13 @@ class PodWorker:
     def pids(self) -> list[int]:
         return [ct.pid for ct in self.all_containers() if ct.pid is not None]
 
+    def has_running(self) -> bool:
+        """Something of the Pod still runs (a container's process)."""
+        return bool(self.pids())
+
     # --- status ----------------------------------------------------------------------------------------------------
     def phase(self) -> str:
-        if self.failed:
-            return "Failed"
-        return pod_phase(
-            self.spec,
-            [ct.status() for ct in self.containers],
-            [ct.status() for ct in self.init_containers],
-            init_failed=self.init_failed,
-            init_done=self.init_done,
-        )
+        return worker_phase(self)
 
     def finished(self) -> bool:
         """The Pod reached a terminal phase: nothing of it runs any more."""
@@ -598,33 +594,4 @@ class PodWorker:
 
     def status(self) -> dict[str, Any]:
         """The PodStatus the kubelet writes (API Pods) or the mirror Pod carries (static Pods)."""
-        cts = [ct.status() for ct in self.containers]
-        inits = [ct.status() for ct in self.init_containers]
-        phase = self.phase()
-        if phase in ("Succeeded", "Failed"):
-            for s in cts:
-                s["ready"] = False
-        update_conditions(
-            self.conditions,
-            phase=phase,
-            sandbox_ready=(self.sandbox_ready or self.source == "file") and phase not in ("Succeeded", "Failed"),
-            init_statuses=inits,
-            statuses=cts,
-            init_done=self.init_done,
-        )
-        out: dict[str, Any] = {
-            "phase": phase,
-            "conditions": self.conditions.as_list(),
-            "hostIP": self.host_ip,
-            "hostIPs": [{"ip": self.host_ip}],
-            "startTime": self.start_time,
-            "qosClass": qos_class(self.spec),
-            "containerStatuses": cts,
-        }
-        if self.pod_ips:
-            out["podIP"], out["podIPs"] = self.pod_ip, [{"ip": ip} for ip in self.pod_ips]
-        if inits:
-            out["initContainerStatuses"] = inits
-        if self.failed:
-            out["reason"], out["message"] = self.failed
-        return out
+        return worker_status(self)

@@ -16,7 +16,7 @@ import aiohttp
 
 from pykubeadm.util.tlscontext import insecure_client_context
 
-__all__ = ["Probe", "ProbeResult", "run_probe"]
+__all__ = ["Probe", "ProbeLoops", "ProbeResult", "run_probe"]
 
 
 @dataclass(frozen=True)
@@ -121,3 +121,85 @@ def _failure(e: BaseException, target: str) -> str:
     if isinstance(e, TimeoutError):
         return f"dial tcp {target}: i/o timeout"
     return f"dial tcp {target}: {e}"
+
+
+class ProbeLoops:
+    """The kubelet's probe workers for one container instance: startup, then liveness and readiness, setting
+    `started`/`ready` and telling `pod.changed()`. A container worker (built-in or CRI) provides `spec`, `pod`,
+    `_probe` (one probe run: ok, message), `_probe_failed` (a failed startup/liveness probe: kill for restart) and
+    `_probe_event`."""
+
+    spec: dict[str, Any]
+    pod: Any
+    started: bool
+    ready: bool
+
+    async def _probe(self, probe: Probe) -> tuple[bool, str]:
+        raise NotImplementedError
+
+    async def _probe_failed(self, why: str, kind: str) -> None:
+        raise NotImplementedError
+
+    def _probe_event(self, kind: str, reason: str, message: str) -> None:
+        raise NotImplementedError
+
+    async def _probe_loop(self, started_mono: float) -> None:
+        loop = asyncio.get_running_loop()
+        startup = Probe.parse(self.spec.get("startupProbe"))
+        liveness = Probe.parse(self.spec.get("livenessProbe"))
+        readiness = Probe.parse(self.spec.get("readinessProbe"))
+        if startup is not None:
+            await asyncio.sleep(startup.initial_delay)
+            failures = 0
+            while True:
+                ok, msg = await self._probe(startup)
+                if ok:
+                    break
+                failures += 1
+                self._probe_event("Warning", "Unhealthy", f"Startup probe failed: {msg}")
+                if failures >= startup.failure_threshold:
+                    await self._probe_failed(f"failed startup probe: {msg}", "startup")
+                    return
+                await asyncio.sleep(startup.period)
+        self.started = True
+        if readiness is None:
+            self.ready = True
+        self.pod.changed()
+        tasks = []
+        if liveness is not None:
+            tasks.append(self._liveness(liveness, max(0.0, started_mono + liveness.initial_delay - loop.time())))
+        if readiness is not None:
+            tasks.append(self._readiness(readiness))
+        if tasks:
+            await asyncio.gather(*tasks)
+
+    async def _liveness(self, probe: Probe, delay: float) -> None:
+        await asyncio.sleep(delay)
+        failures = 0
+        while True:
+            ok, msg = await self._probe(probe)
+            failures = 0 if ok else failures + 1
+            if not ok:
+                self._probe_event("Warning", "Unhealthy", f"Liveness probe failed: {msg}")
+            if failures >= probe.failure_threshold:
+                await self._probe_failed(f"failed liveness probe: {msg}", "liveness")
+                return
+            await asyncio.sleep(probe.period)
+
+    async def _readiness(self, probe: Probe) -> None:
+        await asyncio.sleep(probe.initial_delay)
+        ok_count = fail_count = 0
+        while True:
+            ok, msg = await self._probe(probe)
+            if ok:
+                ok_count, fail_count = ok_count + 1, 0
+                if ok_count >= probe.success_threshold and not self.ready:
+                    self.ready = True
+                    self.pod.changed()
+            else:
+                ok_count, fail_count = 0, fail_count + 1
+                self._probe_event("Warning", "Unhealthy", f"Readiness probe failed: {msg}")
+                if fail_count >= probe.failure_threshold and self.ready:
+                    self.ready = False
+                    self.pod.changed()
+            await asyncio.sleep(probe.period)

@@ -27,6 +27,7 @@ from pykubeadm import constants as c
 from pykubeadm.layout import Layout
 
 __all__ = [
+    "BUILTIN_COMPONENTS",
     "COMPONENT_VERSION_ENV",
     "ImageError",
     "MountError",
@@ -53,6 +54,8 @@ _PYTHON_COMPONENTS = (
     c.LOCAL_PATH_PROVISIONER,
     c.METRICS_SERVER,
 )
+#: Every image only the built-in runtime can run (by the image's last name): its Python components and etcd.
+BUILTIN_COMPONENTS: frozenset[str] = frozenset((*_PYTHON_COMPONENTS, c.ETCD))
 
 
 class ImageError(Exception):

@@ -1,6 +1,6 @@
 """The kubelet zygote: a lab's warm kubelets and `lab join`'s joins, forked from one interpreter that imported them.
 
-A warm kubelet (phases/kubeletservice.prewarm_kubelet) is a new interpreter that imports the kubelet's modules (~0.3 s
+A warm kubelet (kubelet/service.prewarm_kubelet) is a new interpreter that imports the kubelet's modules (~0.3 s
 of CPU) and then waits for its flags on stdin. `lab up` needs one per node at once, at the moment the machine is
 busiest, and every `lab join` needs one more on its critical path. The zygote imports those modules once, for the life
 of the lab, and forks a warm kubelet for a node root on request: ready at once, its libraries' pages shared.
@@ -555,8 +555,8 @@ def _become_warm_kubelet(  # pragma: no cover - runs in the zygote's grandchild
         run_pykubeadm,
         set_proc_args,
     )
+    from pykubeadm.kubelet.service import warm_kubelet_command
     from pykubeadm.layout import Layout
-    from pykubeadm.phases.kubeletservice import warm_kubelet_command
 
     os.setsid()
     _enter_node(request)
@@ -736,8 +736,8 @@ def _run_container(fds: list[int], argv: list[str], env: dict[str, str]) -> int:
 
 def _run_command(path: Path, request: dict[str, Any], args: list[str]) -> int:  # pragma: no cover - grandchild
     from pykubeadm.kubelet.forkserver import run_pykubeadm
+    from pykubeadm.kubelet.service import prewarm_kubelet
     from pykubeadm.layout import Layout
-    from pykubeadm.phases.kubeletservice import prewarm_kubelet
 
     root = request.get("warm_kubelet")
     if isinstance(root, str) and root:

@@ -4,6 +4,8 @@ aiohttp upgrades only to WebSocket itself; SPDY (the kubelet's exec/port-forward
 proxy need the connection as a byte pipe. `switch_protocols` writes the 101 response and installs a payload parser
 that hands every later byte to a `RawConnection`; `splice` copies two byte pipes into each other until both ends are
 done. Used by the kubelet's SPDY streaming (kubelet/streaming) and the API server's pods/exec|attach|portforward proxy.
+`proxy_upgrade` forwards an upgrade request to another server and splices the two connections once it answers 101
+(the kubelet proxying exec/attach/port-forward to its container runtime's streaming server).
 """
 
 from __future__ import annotations
@@ -14,9 +16,29 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 
-__all__ = ["RawConnection", "splice", "switch_protocols"]
+__all__ = ["RawConnection", "proxy_upgrade", "read_response_head", "splice", "switch_protocols"]
 
 _HIGH_WATER = 1024 * 1024
+_HEAD_LIMIT = 64 * 1024
+#: Request headers an upgrade needs on the other side (credentials and the rest stay here).
+UPGRADE_REQUEST_HEADERS = (
+    "upgrade",
+    "connection",
+    "x-stream-protocol-version",
+    "user-agent",
+    "sec-websocket-key",
+    "sec-websocket-version",
+    "sec-websocket-protocol",
+    "sec-websocket-extensions",
+)
+#: Headers of the other side's 101 passed back to the client.
+UPGRADE_RESPONSE_HEADERS = (
+    "upgrade",
+    "connection",
+    "x-stream-protocol-version",
+    "sec-websocket-accept",
+    "sec-websocket-protocol",
+)
 
 
 class _Feeder:
@@ -119,3 +141,59 @@ async def splice(
         for t in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
+
+
+async def read_response_head(reader: asyncio.StreamReader) -> tuple[int, list[tuple[str, str]]]:
+    """An HTTP response's status and headers (ValueError when the head is over 64 KiB)."""
+    raw = await reader.readuntil(b"\r\n\r\n")
+    if len(raw) > _HEAD_LIMIT:
+        raise ValueError("response head too large")
+    lines = raw.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ", 2)[1])
+    headers = []
+    for line in lines[1:]:
+        if ":" in line:
+            k, v = line.split(":", 1)
+            headers.append((k.strip(), v.strip()))
+    return status, headers
+
+
+async def proxy_upgrade(request: web.Request, host: str, port: int, target: str) -> web.StreamResponse:
+    """Send `request`'s upgrade (its method, the upgrade headers) to http://host:port`target`; on 101 answer the
+    client with the other side's 101 and splice both connections until either ends; otherwise pass the other side's
+    status and body back. OSError when the other side cannot be dialled."""
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 10)
+    try:
+        head = [f"{request.method} {target} HTTP/1.1", f"Host: {host}:{port}", "Content-Length: 0"]
+        head += [f"{k}: {v}" for k, v in request.headers.items() if k.lower() in UPGRADE_REQUEST_HEADERS]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        await writer.drain()
+        status, headers = await asyncio.wait_for(read_response_head(reader), 30)
+        if status != 101:
+            length = next((int(v) for k, v in headers if k.lower() == "content-length" and v.isdigit()), None)
+            body = b""
+            with contextlib.suppress(asyncio.IncompleteReadError, TimeoutError):
+                body = await asyncio.wait_for(
+                    reader.readexactly(min(length, _HEAD_LIMIT)) if length is not None else reader.read(_HEAD_LIMIT),
+                    10,
+                )
+            ctype = next((v for k, v in headers if k.lower() == "content-type"), "text/plain; charset=utf-8")
+            return web.Response(status=status, body=body, headers={"Content-Type": ctype})
+        resp, conn = await switch_protocols(
+            request, {k: v for k, v in headers if k.lower() in UPGRADE_RESPONSE_HEADERS}
+        )
+
+        async def to_other(data: bytes) -> None:
+            writer.write(data)
+            await writer.drain()
+
+        async def from_other() -> bytes:
+            return await reader.read(64 * 1024)
+
+        await splice(conn.read, conn.write, from_other, to_other)
+        conn.close()
+        return resp
+    finally:
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()

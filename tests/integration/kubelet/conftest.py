@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from pykubeadm.kubelet import service as kubeletservice
 from pykubeadm.kubelet import zygote
 from pykubeadm.layout import Layout
-from pykubeadm.phases import kubeletservice
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The kubelet's warm start (phases/kubeletservice.prewarm_kubelet) with real processes: a warm kubelet started by
+"""The kubelet's warm start (kubelet/service.prewarm_kubelet) with real processes: a warm kubelet started by
 `start_kubelet` runs with the flags kubeadm-flags.env gives it and logs to the node's log file; one that is never
 started leaves no process and no file, whether the command discards it or simply dies."""
 
@@ -18,8 +18,8 @@ from tests.integration.kubelet.kubelet_procs import (
     write_kubelet_files,
 )
 
+from pykubeadm.kubelet import service as kubeletservice
 from pykubeadm.layout import Layout
-from pykubeadm.phases import kubeletservice
 from pykubeadm.testing.apiserver import free_port
 
 

@@ -22,9 +22,9 @@ from tests.integration.kubelet.kubelet_procs import (
     write_kubelet_files,
 )
 
+from pykubeadm.kubelet import service as kubeletservice
 from pykubeadm.kubelet import zygote
 from pykubeadm.layout import Layout
-from pykubeadm.phases import kubeletservice
 from pykubeadm.testing.apiserver import free_port
 
 pytestmark = pytest.mark.integration

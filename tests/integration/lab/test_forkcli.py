@@ -20,7 +20,7 @@ import json, sys, threading, time
 from pathlib import Path
 from pykubeadm.lab import forkcli
 from pykubeadm.layout import Layout
-from pykubeadm.phases import kubeletservice as ks
+from pykubeadm.kubelet import service as ks
 
 a, b = Path(sys.argv[1]), Path(sys.argv[2])
 if sys.argv[3] == "thread":

@@ -26,7 +26,7 @@ from pykubeadm.apiserver.handlers.context import info_of, state_of, user_of
 from pykubeadm.apiserver.handlers.podlog import KubeletClient, kubelet_endpoint, pod_container
 from pykubeadm.apiserver.middleware.authorization import attributes_of, forbidden_error
 from pykubeadm.apiserver.registry import Store
-from pykubeadm.util.httpupgrade import splice, switch_protocols
+from pykubeadm.util.httpupgrade import read_response_head, splice, switch_protocols
 
 __all__ = ["CONNECT_SUBRESOURCES", "pod_connect"]
 
@@ -124,7 +124,7 @@ async def pod_connect(request: web.Request, store: Store) -> web.StreamResponse:
         head += [f"{k}: {v}" for k, v in request.headers.items() if k.lower() in _FORWARDED]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
         await writer.drain()
-        status, headers = await _read_head(reader)
+        status, headers = await read_response_head(reader)
         if status != 101:
             return await _not_upgraded(reader, status, headers, url)
         back = {k: v for k, v in headers if k.lower() in _RETURNED}
@@ -146,20 +146,6 @@ async def pod_connect(request: web.Request, store: Store) -> web.StreamResponse:
         writer.close()
         with contextlib.suppress(Exception):
             await writer.wait_closed()
-
-
-async def _read_head(reader: asyncio.StreamReader) -> tuple[int, list[tuple[str, str]]]:
-    raw = await reader.readuntil(b"\r\n\r\n")
-    if len(raw) > _HEAD_LIMIT:
-        raise ValueError("response head too large")
-    lines = raw.decode("latin-1").split("\r\n")
-    status = int(lines[0].split(" ", 2)[1])
-    headers = []
-    for line in lines[1:]:
-        if ":" in line:
-            k, v = line.split(":", 1)
-            headers.append((k.strip(), v.strip()))
-    return status, headers
 
 
 async def _not_upgraded(

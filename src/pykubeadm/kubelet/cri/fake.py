@@ -155,7 +155,7 @@ class FakeRuntime:
     ) -> str:
         self.calls.append("CreateContainer")
         sandbox = self._sandbox("CreateContainer", sandbox_id)
-        image = self.images.get(config.image.image)
+        image = self._image(config.image.image)
         if image is None:
             raise _not_found("CreateContainer", "image", config.image.image)
         container_id = secrets.token_hex(32)
@@ -259,9 +259,13 @@ class FakeRuntime:
         self.calls.append("ListImages")
         return list(self.images.values())
 
+    def _image(self, ref: str) -> api.Image | None:
+        """An image by reference or ID (the kubelet creates containers from the image's ID, as containerd takes)."""
+        return self.images.get(ref) or next((i for i in self.images.values() if i.id == ref), None)
+
     async def image_status(self, image: str) -> api.Image | None:
         self.calls.append("ImageStatus")
-        return self.images.get(image)
+        return self._image(image)
 
     async def pull_image(
         self, image: str, *, auth: api.AuthConfig | None = None, sandbox_config: api.PodSandboxConfig | None = None

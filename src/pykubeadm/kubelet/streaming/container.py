@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-__all__ = ["ContainerLocator", "ContainerRef", "StdinWriter"]
+__all__ = ["ContainerLocator", "ContainerRef", "RuntimeStreams", "StdinWriter"]
 
 
 class ContainerRef(Protocol):
@@ -50,6 +50,17 @@ class ContainerRef(Protocol):
     @property
     def stdin_once(self) -> bool:
         """The container's `stdinOnce`: its stdin is closed when the first attach session's input ends."""
+
+
+class RuntimeStreams(Protocol):
+    """A container runtime's streaming server for one container: the URL of each kind of session. A ContainerRef of
+    a CRI runtime's container offers one as `runtime_streams` (the handlers then proxy the session to it)."""
+
+    async def exec_url(self, opts: Any) -> str: ...
+
+    async def attach_url(self, opts: Any) -> str: ...
+
+    async def port_forward_url(self, ports: Sequence[int]) -> str: ...
 
 
 class StdinWriter(Protocol):
