@@ -3,7 +3,8 @@ node's own containerd in the node's network namespace answering CRI with kubeadm
 kubeadm's criSocket pointing at it, `lab load` of a docker archive built here (Debian's busybox-static packed with
 umoci, converted with skopeo) into every node, the lab's registry published on 127.0.0.1:5001 taking a push and
 serving `localhost:5001/busybox` to a node's containerd through CRI PullImage, kind's local-registry-hosting
-ConfigMap, and `lab down` leaving no containerd, registry, shim, mount or namespace."""
+ConfigMap, a Deployment of that image run by the kubelet through CRI (`containerd://` IDs), and `lab down` leaving no
+containerd, registry, shim, mount or namespace."""
 
 from __future__ import annotations
 
@@ -165,6 +166,29 @@ def test_an_image_pushed_to_the_lab_registry_is_pulled_by_a_node(lab: Containerd
     assert str(ref).startswith("sha256:")
     image = lab.cri("lab-worker", "image_status", "localhost:5001/busybox:latest")
     assert image is not None and "localhost:5001/busybox:latest" in image.repo_tags
+
+
+def test_a_deployment_of_the_pushed_image_runs_on_the_nodes_containerd(lab: ContainerdLab, busybox: str) -> None:
+    """kubectl create deployment of `localhost:5001/busybox` (pushed to the lab's registry): every replica Ready,
+    run by containerd (`containerd://` IDs), on the worker's Pod network."""
+    import time
+
+    _skopeo("--dest-tls-verify=false", busybox, "docker://127.0.0.1:5001/busybox:latest")
+    lab.kubectl(
+        "create", "deployment", "web", "--image=localhost:5001/busybox", "--replicas=2", "--", "httpd", "-f", "-p", "80"
+    )
+    deadline = time.monotonic() + 120
+    while True:
+        pods = json.loads(lab.kubectl("get", "pods", "-l", "app=web", "-o", "json"))["items"]
+        statuses = [s for p in pods for s in p["status"].get("containerStatuses") or []]
+        if len(pods) == 2 and len(statuses) == 2 and all(s["ready"] for s in statuses):
+            break
+        assert time.monotonic() < deadline, json.dumps([p["status"] for p in pods])[:3000]
+        time.sleep(0.5)
+    assert all(s["containerID"].startswith("containerd://") for s in statuses), statuses
+    ids = {s["containerID"].removeprefix("containerd://") for s in statuses}
+    running = {c.id for node in NODES for c in lab.cri(node, "list_containers")}
+    assert ids <= running, (ids, running)
 
 
 def test_the_local_registry_hosting_configmap(lab: ContainerdLab) -> None:
