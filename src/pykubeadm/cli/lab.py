@@ -1,4 +1,4 @@
-"""`pykubeadm lab up|join|status|exec|stop|start|reset|upgrade|down`: a local multi-node cluster, its nodes in network
+"""`pykubeadm lab up|join|status|exec|load|stop|start|reset|upgrade|down`: a local multi-node cluster, its nodes in network
 namespaces of their own or on loopback addresses (see pykubeadm.lab)."""
 
 from __future__ import annotations
@@ -102,6 +102,29 @@ def command() -> None:
     help="Deploy an addon once init is done: metrics-server (metrics.k8s.io for 'kubectl top' and the "
     "HorizontalPodAutoscaler, as k3s ships it and kind users install it). Repeatable.",
 )
+@click.option(
+    "--runtime",
+    type=click.Choice(["containerd", "builtin"]),
+    default=None,
+    help="containerd: each node runs its own containerd (Debian's, with runc and the CNI plugins), kubeadm's "
+    "criSocket; builtin: the kubelet's built-in process runtime. Default: containerd where it can run (root, "
+    "containerd installed, the netns topology), else builtin.",
+)
+@click.option(
+    "--registry",
+    is_flag=True,
+    help="Run a local registry (Debian's docker-registry) on the lab network, published on the host's "
+    "127.0.0.1:5001: push to localhost:5001/NAME, run localhost:5001/NAME (kind's local registry, with its "
+    "local-registry-hosting ConfigMap). Needs the containerd runtime.",
+)
+@click.option(
+    "--registry-mirror",
+    "registry_mirrors",
+    multiple=True,
+    metavar="REGISTRY=URL",
+    help="Have every node's containerd pull REGISTRY's images from the mirror at URL first (a hosts.toml), e.g. "
+    "docker.io=http://mirror.example:5000; URL is reached from the nodes' network. Repeatable.",
+)
 @click.pass_context
 def up(
     ctx: click.Context,
@@ -116,6 +139,9 @@ def up(
     topology: str | None,
     published: tuple[str, ...],
     addons: tuple[str, ...],
+    runtime: str | None,
+    registry: bool,
+    registry_mirrors: tuple[str, ...],
 ) -> None:
     """Create the lab: `init` on the first control plane, `join` on every other node, wait until all Nodes are Ready."""
     cluster_config = None
@@ -141,6 +167,9 @@ def up(
         topology_name=topology,
         publish=parse_publish(published),
         addons=addons,
+        runtime_name=runtime,
+        registry=registry,
+        registry_mirrors=registry_mirrors,
     )
     click.echo(f"[lab] Each node's bootstrap on one time axis: pykubeadm lab timeline --dir {lab_dir} [--svg FILE]")
 
@@ -230,6 +259,16 @@ def timeline(lab_dir: Path, node_name: str | None, output: str, svg_file: Path |
         click.echo(render_text(timelines), nl=False)
         if svg_file is not None:
             click.echo(f"[lab] timeline drawn in {svg_file}")
+
+
+@command.command("load")
+@_DIR
+@click.argument("archives", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
+def load(lab_dir: Path, archives: tuple[Path, ...]) -> None:
+    """Import OCI or docker image archives into every node's containerd (kind's 'load image-archive')."""
+    from pykubeadm.lab.load import lab_load
+
+    lab_load(lab_dir, list(archives), click.echo)
 
 
 @command.command("stop")

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from pykubeadm import constants as c
 from pykubeadm.containerd.config import ContainerdConfig, kubeadm_pause_image
-from pykubeadm.containerd.daemon import ContainerdError
 from pykubeadm.containerd.ociimage import ImageConfig, LayerFile, write_oci_archive
 from pykubeadm.kubelet.native import native_binary
 
@@ -34,6 +33,8 @@ def build_pause_image(archive: Path, cache_dir: Path, reference: str = "") -> Pa
 def import_archive(cfg: ContainerdConfig, archive: Path, *, timeout: float = 120.0) -> str:
     """Import an oci-archive or docker-archive into the node's containerd (namespace k8s.io, unpacked into its
     snapshotter) so CRI sees its images; returns ctr's report."""
+    from pykubeadm.containerd.daemon import ContainerdError  # with the CRI client: not for building an image
+
     ctr = shutil.which("ctr")
     if ctr is None:
         raise ContainerdError("ctr not found in $PATH: it comes with containerd (Debian: apt-get install containerd)")

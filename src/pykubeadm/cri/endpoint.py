@@ -6,9 +6,15 @@ from __future__ import annotations
 
 import os
 
-from pykubeadm.cri.errors import CRIEndpointError
+from pykubeadm.errors import KubeadmError
 
-__all__ = ["UNIX_SCHEME", "socket_path", "unix_endpoint"]
+__all__ = ["UNIX_SCHEME", "CRIEndpointError", "socket_path", "unix_endpoint"]
+
+
+class CRIEndpointError(KubeadmError):
+    """A CRI endpoint that cannot be dialled (only `unix://` with an absolute path is supported on Linux). Defined
+    here, without gRPC, so that what only writes endpoints (a node's containerd config) does not load it."""
+
 
 UNIX_SCHEME = "unix://"
 #: sun_path holds 108 bytes with its terminating NUL.

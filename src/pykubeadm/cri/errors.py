@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import grpc
 
+from pykubeadm.cri.endpoint import CRIEndpointError
 from pykubeadm.errors import KubeadmError
 
 __all__ = [
@@ -45,10 +46,6 @@ _GO_CODE_NAMES = {
     grpc.StatusCode.DATA_LOSS: "DataLoss",
     grpc.StatusCode.UNAUTHENTICATED: "Unauthenticated",
 }
-
-
-class CRIEndpointError(KubeadmError):
-    """A CRI endpoint that cannot be dialled (only `unix://` with an absolute path is supported on Linux)."""
 
 
 class CRIError(KubeadmError):

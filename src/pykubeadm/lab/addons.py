@@ -14,12 +14,13 @@ from typing import Any
 from pykubeadm.client import create_or_update_sync, sync_client
 from pykubeadm.localpath.addon import DEFAULT_CLASS, addon_objects
 
-__all__ = ["install_addons", "install_network_addon", "ready_condition"]
+__all__ = ["apply_objects", "install_addons", "install_network_addon", "ready_condition"]
 
 Out = Callable[[str], None]
 
 
-def _apply(kubeconfig: Path, objects: list[dict[str, Any]]) -> None:
+def apply_objects(kubeconfig: Path, objects: list[dict[str, Any]]) -> None:
+    """Create (or update) each object with the admin credentials of `kubeconfig`."""
     from lightkube.codecs import from_dict
 
     client = sync_client(kubeconfig)
@@ -32,7 +33,7 @@ def _apply(kubeconfig: Path, objects: list[dict[str, Any]]) -> None:
 
 def install_addons(kubeconfig: Path, out: Out) -> None:
     """Create (or update) the local-path storage addon's objects with the admin credentials."""
-    _apply(kubeconfig, addon_objects())
+    apply_objects(kubeconfig, addon_objects())
     out(f"[lab] Installed the local-path storage addon (default StorageClass {DEFAULT_CLASS!r})")
 
 
@@ -64,5 +65,5 @@ def install_network_addon(kubeconfig: Path, pod_subnet: str, control_plane_endpo
     kind points kindnet at its control plane."""
     from pykubeadm.kindnet.manifests import KINDNET_IMAGE, kindnet_objects
 
-    _apply(kubeconfig, kindnet_objects(pod_subnet=pod_subnet, control_plane_endpoint=control_plane_endpoint))
+    apply_objects(kubeconfig, kindnet_objects(pod_subnet=pod_subnet, control_plane_endpoint=control_plane_endpoint))
     out(f"[lab] Installed the Pod network addon kindnet ({KINDNET_IMAGE}, podSubnet {pod_subnet})")

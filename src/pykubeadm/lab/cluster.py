@@ -34,6 +34,8 @@ from pykubeadm import constants as c
 from pykubeadm.bootstrap.token import generate_token
 from pykubeadm.errors import KubeadmError
 from pykubeadm.lab import forkcli, network, topology
+from pykubeadm.lab import registry as lab_registry
+from pykubeadm.lab import runtime as lab_runtime
 from pykubeadm.lab.clusterconfig import CLUSTER_CONFIG_FILE, LabClusterConfig, save_cluster_config
 from pykubeadm.lab.loadbalancer import LB_OCTET, LOAD_BALANCER_NAME, LoadBalancer, haproxy_binary
 from pykubeadm.lab.nodes import (
@@ -78,6 +80,7 @@ __all__ = [
     "lab_up",
     "parse_image_flags",
     "pykubeadm_command",
+    "start_runtime",
     "update_load_balancer",
     "wait_ready",
     "zygote_socket",
@@ -357,6 +360,12 @@ def _check_up_args(workers: int, datastore: str, control_planes: int, out: Out) 
         )
 
 
+_REGISTRY_NEEDS_CONTAINERD = (
+    "--registry and --registry-mirror configure the nodes' containerd: use --runtime containerd (the netns "
+    "topology, as root)"
+)
+
+
 def lab_up(
     lab_dir: Path,
     workers: int,
@@ -370,13 +379,21 @@ def lab_up(
     topology_name: str | None = None,
     publish: list[tuple[int, int]] | None = None,
     addons: tuple[str, ...] = (),
+    runtime_name: str | None = None,
+    registry: bool = False,
+    registry_mirrors: tuple[str, ...] = (),
 ) -> list[LabNode]:
     """Create the lab: init the first control plane, join the other control planes and `workers` workers, wait for
     every Node to be Ready. `with_load_balancer` (default: with more than one control plane or an external etcd)
     makes an HA lab, which can take more control planes later. `topology_name`: "netns" or "loopback" (default: netns
     where it can be made, lab.topology); `publish`: (host port, NodePort) pairs a netns lab publishes on 127.0.0.1;
-    `addons` (metrics-server) are applied once init is done."""
+    `addons` (metrics-server) are applied once init is done. `runtime_name`: "containerd" or "builtin" (default:
+    containerd where it can run, lab.runtime); `registry`: the lab's registry on 127.0.0.1:5001, `registry_mirrors`:
+    "REGISTRY=URL" (lab.registry)."""
     _check_up_args(workers, datastore, control_planes, out)
+    lab_registry.parse_mirrors(registry_mirrors)  # a clear error before anything is made
+    if (registry or registry_mirrors) and (runtime_name == lab_runtime.BUILTIN or topology_name == topology.LOOPBACK):
+        raise KubeadmError(f"lab: {_REGISTRY_NEEDS_CONTAINERD}")
     lab_dir = lab_dir.absolute()
     if lab_nodes(lab_dir):
         raise KubeadmError(f"a lab already exists in {lab_dir}: run 'pykubeadm lab down --dir {lab_dir}' first")
@@ -403,13 +420,33 @@ def lab_up(
     if publish and not netns:
         raise KubeadmError("lab: --publish needs the netns topology (a loopback lab's NodePorts are on 127.0.10.x)")
     prefix = network.NODE_PREFIX if netns else address_prefix()
-    settings = LabSettings(datastore, f"{prefix}{LB_OCTET}" if ha else "", chosen)
+    runtime = lab_runtime.choose(runtime_name, netns, out)
+    containerd = runtime == lab_runtime.CONTAINERD
+    if (registry or registry_mirrors) and not containerd:
+        topology.remove(state_dir(lab_dir), lambda _: None)  # nothing of the lab stays
+        raise KubeadmError(f"lab: {_REGISTRY_NEEDS_CONTAINERD}")
+    settings = LabSettings(
+        datastore,
+        f"{prefix}{LB_OCTET}" if ha else "",
+        chosen,
+        runtime=runtime,
+        registry=registry,
+        mirrors=tuple(registry_mirrors),
+    )
     save_settings(lab_dir, settings)
     nodes: list[LabNode] = []
-    cp = new_node(lab_dir, nodes, control_plane=True, prefix=prefix, netns=netns)
+    cp = new_node(lab_dir, nodes, control_plane=True, prefix=prefix, netns=netns, containerd=containerd)
     nodes.append(cp)
     save_registry(lab_dir, nodes)
     topology.make_nodes(state_dir(lab_dir), [cp])
+    # The containerds start while the lab does its other work; each node's is waited for before its init or join.
+    registry_hosts = lab_registry.hosts(registry, registry_mirrors)
+    starting = lab_runtime.start(state_dir(lab_dir), [cp] if containerd else [], registry_hosts)
+    if registry:
+        out(
+            f"[lab] Starting the registry on {lab_registry.lab_address()}, published on 127.0.0.1:{lab_registry.HOST_PORT}"
+        )
+        lab_registry.start(state_dir(lab_dir))
     token = generate_token()
     write_image_map(cp, image_map or {})
     lb = load_balancer(lab_dir, settings)
@@ -417,7 +454,8 @@ def lab_up(
         topology.make_load_balancer(state_dir(lab_dir), LOAD_BALANCER_NAME, lb.address)
     if netns:  # the relay, publishing the API server (and NodePorts) on the host's 127.0.0.1
         target = lb.endpoint if lb is not None else f"{cp.address}:{c.KUBE_APISERVER_PORT}"
-        port = topology.publish(state_dir(lab_dir), target, publish or [], cp.address)
+        services = [(lab_registry.HOST_PORT, lab_registry.lab_address(), "the lab's registry")] if registry else []
+        port = topology.publish(state_dir(lab_dir), target, publish or [], cp.address, services)
         settings = replace(settings, api_server_port=port, publish=tuple(f"{h}:{n}" for h, n in publish or []))
         save_settings(lab_dir, settings)
     if lb is None:
@@ -442,6 +480,7 @@ def lab_up(
         forkcli.preload(forkcli.INIT_MODULES)
     # Workers can join once init has made the bootstrap token and the cluster-info ConfigMap (its bootstrap-token
     # phase): they start then, while init applies the addons.
+    starting.wait_serving([cp.name])
     init = forkcli.start(cp.root, args, notify_after=_JOINABLE_AFTER_PHASE, namespaces=cp.namespaces)
     planned = list(nodes)
     joining = []
@@ -449,6 +488,7 @@ def lab_up(
         joining.append(new_node(lab_dir, planned, control_plane=False))
         planned.append(joining[-1])
     topology.make_nodes(state_dir(lab_dir), joining)  # while init works
+    starting_joins = lab_runtime.start(state_dir(lab_dir), joining if containerd else [], registry_hosts)
     _prepare_joins(lab_dir, joining)
 
     def init_failed() -> KubeadmError:
@@ -458,6 +498,7 @@ def lab_up(
         discard_prewarmed_kubelets()
         raise init_failed()
     ca_hash = _ca_hash(lab_dir)
+    starting_joins.wait_serving([n.name for n in joining])
     procs: Joins = {}
     for node in joining:  # workers join while the control planes join one after another
         nodes.append(node)
@@ -478,12 +519,17 @@ def lab_up(
     if netns:  # first: the nodes are NotReady until it runs
         _install_pod_network(lab_dir, cp, endpoint, out)
     install_addons(admin_kubeconfig(lab_dir), out)
+    if registry:
+        _publish_registry(lab_dir, out)
     _apply_addons(lab_dir, addons, out)
+    starting.wait()  # every node's containerd has kubeadm's pause image
+    starting_joins.wait()
     for _ in range(control_planes - 1):
         node = new_node(lab_dir, nodes, control_plane=True)
         nodes.append(node)
         save_registry(lab_dir, nodes)
         topology.make_nodes(state_dir(lab_dir), [node])
+        start_runtime(lab_dir, [node])
         write_image_map(node, image_map or {})
         _join_control_plane(lab_dir, node, settings, token, ca_hash, out)
     wait_ready(lab_dir, [n.name for n in nodes], out, joins=procs)
@@ -503,6 +549,29 @@ def _install_pod_network(lab_dir: Path, cp: LabNode, endpoint: str, out: Out) ->
     kubeconfig = admin_kubeconfig(lab_dir)
     out(f"[lab] {cp.name} before the Pod network: {ready_condition(kubeconfig, cp.name)}")
     install_network_addon(kubeconfig, POD_SUBNET, endpoint, out)
+
+
+def _publish_registry(lab_dir: Path, out: Out) -> None:
+    """The registry answers on the host's 127.0.0.1:5001; the cluster says so in kind's ConfigMap (KEP-1755)."""
+    from pykubeadm.lab.addons import apply_objects
+
+    lab_registry.wait(state_dir(lab_dir))
+    apply_objects(admin_kubeconfig(lab_dir), [lab_registry.local_registry_hosting()])
+    out(
+        f"[lab] The registry answers on 127.0.0.1:{lab_registry.HOST_PORT}: push to "
+        f"{lab_registry.REGISTRY_HOST}/NAME, run localhost:5001/NAME (ConfigMap kube-public/"
+        f"{lab_registry.CONFIGMAP_NAME})"
+    )
+
+
+def start_runtime(lab_dir: Path, nodes: list[LabNode]) -> None:
+    """Start the containerd of each node of a containerd lab (with the lab's registry hosts) and wait until they
+    serve; nothing for a builtin lab's nodes."""
+    wanted = [n for n in nodes if n.containerd]
+    if not wanted:
+        return
+    s = lab_settings(lab_dir)
+    lab_runtime.start(state_dir(lab_dir), wanted, lab_registry.hosts(s.registry, s.mirrors)).wait()
 
 
 def _certificate_key(lab_dir: Path) -> str:
@@ -608,6 +677,7 @@ def lab_join(lab_dir: Path, out: Out = print, control_plane: bool = False, name:
         nodes.append(node)
         save_registry(lab_dir, nodes)
     topology.make_nodes(state_dir(lab_dir), [node])  # a new node's namespaces; a node joined again keeps its own
+    start_runtime(lab_dir, [node])
     first = next(n for n in nodes if n.control_plane)
     if not control_plane:
         _join_worker(lab_dir, node, first, s, out)

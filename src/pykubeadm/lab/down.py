@@ -6,8 +6,9 @@ cluster goes as a whole, so no stacked etcd member is taken out of it first (`--
 data goes with the lab dir); each reset stops its node's processes at once, SIGKILL after reset's short SIGTERM window
 (phases.reset.processes.RESET_GRACE), whatever a Pod's terminationGracePeriodSeconds says. Then what still runs for a
 node root is stopped the same way and said (a Pod started while its node was being reset), Pod network namespaces
-still pinned are unmounted, the lab's kubelet zygote,
-load balancer and external etcd are stopped, a network-namespace lab's relay and namespaces removed (each
+still pinned are unmounted, what is left of a node's containerd (its daemon, shims, mounts: lab.runtime; each node's
+reset removed its Pods through CRI) is stopped, and so are the lab's kubelet zygote, registry, load balancer and
+external etcd, a network-namespace lab's relay and namespaces removed (each
 node's reset runs in its namespaces), and the lab dir is emptied.
 """
 
@@ -18,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pykubeadm.lab import forkcli, topology
+from pykubeadm.lab import registry as lab_registry
+from pykubeadm.lab import runtime as lab_runtime
 from pykubeadm.lab.cluster import lab_nodes, zygote_socket
 from pykubeadm.lab.nodes import LabNode
 from pykubeadm.lab.settings import lab_settings, load_balancer, state_dir
@@ -89,6 +92,9 @@ def lab_down(lab_dir: Path, out: Out = print) -> None:
     nodes = lab_nodes(lab_dir)
     _reset_all([n for n in nodes if n.root.exists()], out)
     _stop_leftovers(lab_dir, nodes, out)
+    for node in nodes:  # a containerd lab: what its reset left of each node's containerd (shims, mounts)
+        if node.containerd:
+            lab_runtime.stop(node, out)
     _unpin_pod_networks(nodes, out)
     from pykubeadm.kubelet import zygote
 
@@ -100,6 +106,8 @@ def lab_down(lab_dir: Path, out: Out = print) -> None:
         from pykubeadm.lab.externaletcd import ExternalEtcd
 
         ExternalEtcd(lab_dir, lab_settings(lab_dir).prefix).stop(out)
+    if lab_registry.stop(state_dir(lab_dir)):
+        out("[lab] stopped the registry")
     topology.remove(state_dir(lab_dir), out)  # a network-namespace lab's relay and namespaces
     if lab_dir.exists():
         for child in lab_dir.iterdir():

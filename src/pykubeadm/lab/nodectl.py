@@ -4,11 +4,14 @@
   scheduler, etcd), its Pods — is killed at once (SIGKILL: a node that loses power does not shut down cleanly; its
   leases and its etcd membership stay until the cluster notices). Processes are found by the node's root dir
   (phases.reset.processes: session leaders and environments naming the root; plus Pod sandboxes whose session
-  leader is gone, which a killed kubelet leaves behind), never by name.
-* start: the node's kubelet starts again (as after a reboot); it starts the node's static Pods from their manifests.
-* reset: `pykubeadm reset -f` on the node (a control plane's reset removes its stacked etcd member first), then the
-  lab's part of kubeadm's clean-up guide: its server leaves the load balancer and its Node object is deleted, so the
-  node can join again under the same name (`pykubeadm lab join --node NAME`).
+  leader is gone, which a killed kubelet leaves behind), never by name. A node with its own containerd loses it too,
+  with its shims and every container under them (lab.runtime.power_off).
+* start: the node's containerd (if it has one) and then its kubelet start again (as after a reboot); the kubelet
+  starts the node's static Pods from their manifests.
+* reset: `pykubeadm reset -f` on the node (a control plane's reset removes its stacked etcd member first; its Pods in
+  a containerd of its own go through CRI), its containerd stopped, then the lab's part of kubeadm's clean-up guide:
+  its server leaves the load balancer and its Node object is deleted, so the node can join again under the same
+  name (`pykubeadm lab join --node NAME`, which starts its containerd again first).
 """
 
 from __future__ import annotations
@@ -22,7 +25,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pykubeadm.errors import KubeadmError
-from pykubeadm.lab.cluster import admin_kubeconfig, child_env, find_node, pykubeadm_command, update_load_balancer
+from pykubeadm.lab.cluster import (
+    admin_kubeconfig,
+    child_env,
+    find_node,
+    pykubeadm_command,
+    start_runtime,
+    update_load_balancer,
+)
 from pykubeadm.lab.nodes import LabNode
 from pykubeadm.layout import Layout
 from pykubeadm.phases.kubeletservice import kubelet_pid, start_kubelet
@@ -38,6 +48,10 @@ def lab_stop(lab_dir: Path, name: str, out: Out = print, timeout: float = 20.0) 
     """Kill every process of node `name`; returns their pids."""
     node = find_node(lab_dir.absolute(), name)
     killed: list[int] = []
+    if node.containerd:  # its containerd, the shims and the containers under them, before they are orphaned
+        from pykubeadm.lab.runtime import power_off
+
+        killed += power_off(node, out)
     deadline = time.monotonic() + timeout
     while True:
         # a dying kubelet may still start a container: look again until none
@@ -64,6 +78,7 @@ def lab_start(lab_dir: Path, name: str, out: Out = print) -> str:
         raise KubeadmError(f"lab: {name} has no kubelet.conf (reset?): join it with 'pykubeadm lab join --node {name}'")
     if kubelet_pid(layout) is not None:
         raise KubeadmError(f"lab: the kubelet of {name} is already running")
+    start_runtime(lab_dir.absolute(), [node])  # as after a reboot: the runtime service before the kubelet
     with entered(node.namespaces or None):  # the kubelet, and all it starts, run in the node's namespaces
         how = start_kubelet(layout)
     out(f"[lab] started the kubelet of {name} ({how})")
@@ -96,6 +111,10 @@ def lab_reset(lab_dir: Path, name: str, out: Out = print) -> None:
     for line in res.stdout.splitlines():
         if "etcd" in line:
             out(line)
+    if node.containerd:  # reset removed its Pods through CRI; the lab takes its containerd away with them
+        from pykubeadm.lab.runtime import stop
+
+        stop(node, out)
     if node.control_plane:
         update_load_balancer(lab_dir)
         out(f"[lab] {name} left the load balancer")

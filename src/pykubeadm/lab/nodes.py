@@ -78,6 +78,8 @@ class LabNode:
     control_plane: bool = False
     #: A network-namespace lab's node (lab.network): its namespaces are in `namespaces`.
     netns: bool = False
+    #: The node runs its own containerd (lab.runtime), kubeadm's criSocket.
+    containerd: bool = False
 
     @property
     def namespaces(self) -> str:
@@ -118,12 +120,18 @@ def _name(control_plane: bool, ordinal: int) -> str:
 
 
 def _make(
-    lab_dir: Path, index: int, name: str, control_plane: bool, prefix: str | None, netns: bool = False
+    lab_dir: Path,
+    index: int,
+    name: str,
+    control_plane: bool,
+    prefix: str | None,
+    netns: bool = False,
+    containerd: bool = False,
 ) -> LabNode:
     if index + 1 > 239:  # .240 and above: the load balancer and external etcd members
         raise ValueError("a lab has at most 239 nodes")
     address = f"{address_prefix(prefix)}{index + 1}"
-    return LabNode(index, name, address, lab_dir / name, lab_dir / LAB_STATE_DIR, control_plane, netns)
+    return LabNode(index, name, address, lab_dir / name, lab_dir / LAB_STATE_DIR, control_plane, netns, containerd)
 
 
 def lab_node(lab_dir: Path, index: int, prefix: str | None = None) -> LabNode:
@@ -132,10 +140,15 @@ def lab_node(lab_dir: Path, index: int, prefix: str | None = None) -> LabNode:
 
 
 def new_node(
-    lab_dir: Path, existing: list[LabNode], control_plane: bool, prefix: str | None = None, netns: bool = False
+    lab_dir: Path,
+    existing: list[LabNode],
+    control_plane: bool,
+    prefix: str | None = None,
+    netns: bool = False,
+    containerd: bool = False,
 ) -> LabNode:
     """The next node of the lab: the next free index and the next name of its role; the first node's address
-    `prefix` and topology (`netns`) are the lab's, which the others follow."""
+    `prefix`, topology (`netns`) and runtime (`containerd`) are the lab's, which the others follow."""
     ordinal = 1 + sum(1 for n in existing if n.control_plane == control_plane)
     names = {n.name for n in existing}
     while _name(control_plane, ordinal) in names:
@@ -143,7 +156,8 @@ def new_node(
     index = 1 + max((n.index for n in existing), default=-1)
     if existing:  # the lab's, whatever the env says
         prefix, netns = existing[0].address.rsplit(".", 1)[0] + ".", existing[0].netns
-    return _make(lab_dir, index, _name(control_plane, ordinal), control_plane, prefix, netns)
+        containerd = existing[0].containerd
+    return _make(lab_dir, index, _name(control_plane, ordinal), control_plane, prefix, netns, containerd)
 
 
 def load_registry(lab_dir: Path) -> list[LabNode] | None:
@@ -156,7 +170,15 @@ def load_registry(lab_dir: Path) -> list[LabNode] | None:
         return None
     nodes = []
     for e in data.get("nodes") or []:
-        node = _make(lab_dir, int(e["index"]), str(e["name"]), bool(e.get("controlPlane")), None, bool(e.get("netns")))
+        node = _make(
+            lab_dir,
+            int(e["index"]),
+            str(e["name"]),
+            bool(e.get("controlPlane")),
+            None,
+            bool(e.get("netns")),
+            bool(e.get("containerd")),
+        )
         nodes.append(replace(node, address=str(e.get("address") or node.address)))
     return nodes
 
@@ -167,6 +189,7 @@ def save_registry(lab_dir: Path, nodes: list[LabNode]) -> None:
     entries = [
         {"name": n.name, "index": n.index, "address": n.address, "controlPlane": n.control_plane}
         | ({"netns": True} if n.netns else {})
+        | ({"containerd": True} if n.containerd else {})
         for n in nodes
     ]
     tmp = path.with_suffix(".tmp")
@@ -177,11 +200,15 @@ def save_registry(lab_dir: Path, nodes: list[LabNode]) -> None:
 def _node_registration(node: LabNode) -> dict[str, Any]:
     """The node's name and kubelet flags (kubeadm writes them to kubeadm-flags.env): its `node-ip`, and in a
     network-namespace lab `cni-conf-dir`, so that its Pods get their own network namespaces and addresses through the
-    CNI configuration the network addon writes (and the node is NotReady until it has)."""
+    CNI configuration the network addon writes (and the node is NotReady until it has); on a node with its own
+    containerd, `criSocket` is that containerd's socket."""
     args = [{"name": "node-ip", "value": node.address}]
     if node.netns:
         args.append({"name": "cni-conf-dir", "value": c.DEFAULT_CNI_CONF_DIR})
-    return {"name": node.name, "kubeletExtraArgs": args}
+    registration: dict[str, Any] = {"name": node.name, "kubeletExtraArgs": args}
+    if node.containerd:  # the node's own containerd (lab.runtime), which kubeadm and the kubelet speak CRI to
+        registration["criSocket"] = f"unix://{node.root}{c.CONTAINERD_SOCKET_FILE}"
+    return registration
 
 
 def init_config(node: LabNode, token: str, datastore: str) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 
 from pykubeadm.errors import KubeadmError
-from pykubeadm.util.procstat import cmdline
+from pykubeadm.lab.pidfile import recorded_pid, stop_recorded, write_pid
 
 __all__ = ["Mapping", "listen", "running", "start", "stop"]
 
@@ -63,30 +63,18 @@ def start(state: Path, network_ns: Path, mappings: list[Mapping]) -> int:
         )
     for s, _ in mappings:
         s.close()
-    (state / _PID_FILE).write_text(f"{proc.pid}\n")
+    write_pid(state / _PID_FILE, proc.pid)
     return proc.pid
 
 
 def running(state: Path) -> int | None:
     """The pid of this lab's relay, if it runs."""
-    try:
-        pid = int((state / _PID_FILE).read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    args = cmdline(pid) or []
-    return pid if _MODULE in args and str(state) in args else None
+    return recorded_pid(state / _PID_FILE, _MODULE, str(state))
 
 
 def stop(state: Path) -> bool:
     """Stop this lab's relay by its pid; True if one ran."""
-    pid = running(state)
-    (state / _PID_FILE).unlink(missing_ok=True)
-    if pid is None:
-        return False
-    from pykubeadm.phases.reset.processes import stop_processes
-
-    stop_processes([pid], grace=5.0)
-    return True
+    return stop_recorded(state / _PID_FILE, _MODULE, str(state))
 
 
 # --- the relay process (threads, not asyncio: it starts while init is busiest, and asyncio's imports cost more) ------

@@ -1,6 +1,6 @@
-"""A lab's settings, `.lab/lab.yaml` (the datastore and topology `lab up` chose, for an HA lab the load balancer's
-address, for a network-namespace lab the host ports of its relay), and the HA lab's load balancer; read by every lab
-command."""
+"""A lab's settings, `.lab/lab.yaml` (the datastore, topology and runtime `lab up` chose, for an HA lab the load
+balancer's address, for a network-namespace lab the host ports of its relay, the registry and its mirrors), and the
+HA lab's load balancer; read by every lab command."""
 
 from __future__ import annotations
 
@@ -31,10 +31,20 @@ class LabSettings:
     api_server_port: int = 0
     #: A network-namespace lab: NodePorts published on the host's 127.0.0.1, as "PORT:NODEPORT".
     publish: tuple[str, ...] = ()
+    #: The nodes' container runtime (lab.runtime): "containerd" (each node its own) or "builtin".
+    runtime: str = "builtin"
+    #: `lab up --registry`: the lab's registry runs (lab.registry).
+    registry: bool = False
+    #: `--registry-mirror` values, "REGISTRY=URL".
+    mirrors: tuple[str, ...] = ()
 
     @property
     def netns(self) -> bool:
         return self.topology == "netns"
+
+    @property
+    def containerd(self) -> bool:
+        return self.runtime == "containerd"
 
     @property
     def ha(self) -> bool:
@@ -61,6 +71,9 @@ def lab_settings(lab_dir: Path) -> LabSettings:
         str(data.get("topology") or "loopback"),
         int(data.get("apiServerPort") or 0),
         tuple(str(p) for p in data.get("publish") or ()),
+        str(data.get("runtime") or "builtin"),
+        bool(data.get("registry")),
+        tuple(str(m) for m in data.get("registryMirrors") or ()),
     )
 
 
@@ -70,6 +83,7 @@ def save_settings(lab_dir: Path, s: LabSettings) -> None:
     data: dict[str, object] = {"datastore": s.datastore, "loadBalancer": s.load_balancer, "topology": s.topology}
     if s.netns:
         data |= {"apiServerPort": s.api_server_port, "publish": list(s.publish)}
+    data |= {"runtime": s.runtime, "registry": s.registry, "registryMirrors": list(s.mirrors)}
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 

@@ -101,10 +101,16 @@ def parse_publish(flags: Iterable[str]) -> list[tuple[int, int]]:
     return out
 
 
-def publish(state: Path, api_server: str, node_ports: list[tuple[int, int]], node_address: str) -> int:
+def publish(
+    state: Path,
+    api_server: str,
+    node_ports: list[tuple[int, int]],
+    node_address: str,
+    services: Iterable[tuple[int, str, str]] = (),
+) -> int:
     """Start the relay: the API server at `api_server` (HOST:PORT in the lab network) on a free port of the host's
-    127.0.0.1, and each (PORT, NODEPORT) of `node_ports` as 127.0.0.1:PORT → `node_address`:NODEPORT; the API
-    server's host port."""
+    127.0.0.1, each (PORT, NODEPORT) of `node_ports` as 127.0.0.1:PORT → `node_address`:NODEPORT, and each (PORT,
+    TARGET, WHAT) of `services` (the lab's registry) as 127.0.0.1:PORT → TARGET; the API server's host port."""
     mappings: list[relay.Mapping] = []
     try:
         api = relay.listen(0, "the API server")
@@ -113,6 +119,8 @@ def publish(state: Path, api_server: str, node_ports: list[tuple[int, int]], nod
             mappings.append(
                 (relay.listen(host_port, f"--publish {host_port}:{node_port}"), f"{node_address}:{node_port}")
             )
+        for host_port, target, what in services:
+            mappings.append((relay.listen(host_port, what), target))
     except BaseException:
         for sock, _ in mappings:
             sock.close()

@@ -4,7 +4,8 @@ explicit parameters so init, join, reset and upgrade can share them.
 `host_runtime` says whether this node runs a real kubelet and container runtime (host mode). pykubeadm's built-in mode
 (a node under `--root-dir`, our own kubelet running control-plane Pods as processes) has no container runtime, CNI or
 kubelet service, so the checks that only guard those — CRI, the required commands, SystemVerification,
-Service-Kubelet, Firewalld and the IP-forwarding FileContent checks — are left out there; KubeletVersion reads the
+Service-Kubelet, Firewalld and the IP-forwarding FileContent checks — are left out there (the CRI check stays for a
+runtime of the node's own, whose socket is under its root: a lab node's containerd); KubeletVersion reads the
 version the node's built-in kubelet was installed for (kubelet.package); everything else runs as in kubeadm. The root check is only wanted in host mode too: a node under a root dir needs no privileges.
 """
 
@@ -51,6 +52,7 @@ __all__ = [
     "common_checks",
     "init_node_checks",
     "join_node_checks",
+    "node_local_runtime",
     "root_check",
 ]
 
@@ -121,14 +123,24 @@ _HOST_RUNTIME_ONLY = (
 )
 
 
+def node_local_runtime(layout: Layout, cri_socket: str) -> bool:
+    """A built-in node's CRI endpoint names a socket under its root: a container runtime of the node's own (a lab
+    node's containerd), which kubeadm asks as it asks a host's."""
+    root = str(layout.root).rstrip("/")
+    return bool(root) and cri_socket.removeprefix("unix://").startswith(root + "/")
+
+
 def _for_mode(checks: list[Checker], host_runtime: bool, layout: Layout) -> list[Checker]:
-    """Built-in mode: without the host-runtime checks, but KubeletVersion reads the installed built-in kubelet."""
+    """Built-in mode: without the host-runtime checks (but the CRI check of a node-local runtime), and KubeletVersion
+    reads the installed built-in kubelet."""
     if host_runtime:
         return checks
     return [
         InstalledKubeletVersionCheck(layout, ch.kubernetes_version) if isinstance(ch, KubeletVersionCheck) else ch
         for ch in checks
-        if isinstance(ch, KubeletVersionCheck) or not isinstance(ch, _HOST_RUNTIME_ONLY)
+        if isinstance(ch, KubeletVersionCheck)
+        or not isinstance(ch, _HOST_RUNTIME_ONLY)
+        or (isinstance(ch, ContainerRuntimeCheck) and node_local_runtime(layout, ch.cri_socket))
     ]
 
 

@@ -74,3 +74,9 @@ def test_a_registry_host_gets_its_hosts_toml_under_config_path(tmp_path: Path) -
         "server": "http://127.0.0.1:5001",
         "host": {"http://127.0.0.1:5001": {"capabilities": ["pull", "resolve"]}},
     }
+
+
+def test_plugins_a_node_never_uses_are_not_loaded(tmp_path: Path) -> None:
+    disabled = _render(tmp_path)["disabled_plugins"]
+    assert "io.containerd.snapshotter.v1.btrfs" in disabled and "io.containerd.snapshotter.v1.zfs" in disabled
+    assert not [p for p in disabled if "overlayfs" in p or p == CRI or "runc" in p]

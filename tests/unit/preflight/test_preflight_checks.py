@@ -303,3 +303,25 @@ def test_init_check_list_host_and_builtin_mode(tmp_path: Path) -> None:
     assert "FileContent--proc-sys-net-ipv4-ip_forward" not in names
     assert names[-3:] == ["ExternalEtcdClientCertificates"] * 3
     assert "Port-2379" not in names
+
+
+def test_builtin_mode_asks_a_runtime_of_the_nodes_own_through_cri(tmp_path: Path) -> None:
+    """A lab node's containerd (its socket under the node root) gets kubeadm's CRI check and its [ERROR CRI]; a
+    built-in node with kubeadm's default socket does not."""
+    socket = f"unix://{tmp_path}/run/containerd/containerd.sock"
+    params = InitCheckParams(
+        layout=Layout(root=tmp_path),
+        advertise_address="127.0.10.1",
+        node_name="n",
+        host_runtime=False,
+        cri_socket=socket,
+    )
+    checks = [ch for ch in init_node_checks(FakeHost(), params) if ch.name() == "CRI"]
+    assert len(checks) == 1
+    assert checks[0].check()[1][0].startswith("container runtime is not running: rpc error: code = Unavailable")
+    running = [ch for ch in init_node_checks(FakeHost(cri_endpoints={socket}), params) if ch.name() == "CRI"]
+    assert running[0].check() == ([], [])
+    default = InitCheckParams(
+        layout=Layout(root=tmp_path), advertise_address="127.0.10.1", node_name="n", host_runtime=False
+    )
+    assert "CRI" not in [ch.name() for ch in init_node_checks(FakeHost(), default)]

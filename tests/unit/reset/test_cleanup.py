@@ -124,3 +124,25 @@ def test_builtin_state_includes_the_sqlite_datastore_of_the_apiserver_manifest(t
 )
 def test_process_argument_matching(arg: bytes, hit: bool) -> None:
     assert bool(_matcher("/n/root").search(arg)) is hit
+
+
+def test_reset_finds_the_cri_endpoint_kubeadm_gave_the_kubelet(tmp_path: Path) -> None:
+    """Without --cri-socket, reset removes the Pods of the runtime the node's kubelet was given (its instance config,
+    else kubeadm-flags.env), and only a runtime whose socket is under a built-in node's root is the node's own."""
+    from pykubeadm.phases.reset.cleanup_node import _node_cri_socket, _node_local_socket
+
+    layout = Layout(tmp_path)
+    assert _node_cri_socket(layout) == ""
+    socket = f"unix://{tmp_path}/run/containerd/containerd.sock"
+    layout.kubelet_env_file.parent.mkdir(parents=True)
+    layout.kubelet_env_file.write_text(
+        f'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint={socket} --node-ip=1.2.3.4"\n'
+    )
+    assert _node_cri_socket(layout) == socket
+    layout.kubelet_instance_config.write_text(yaml.safe_dump({"containerRuntimeEndpoint": "unix:///x.sock"}))
+    assert _node_cri_socket(layout) == "unix:///x.sock"
+    assert not _node_local_socket(layout, socket)  # no such socket (yet)
+    (tmp_path / "run/containerd").mkdir(parents=True)
+    (tmp_path / "run/containerd/containerd.sock").touch()
+    assert _node_local_socket(layout, socket)
+    assert not _node_local_socket(layout, "unix:///var/run/containerd/containerd.sock")

@@ -117,12 +117,16 @@ def pull_images(data: InitData, host: Host) -> None:
     if data.dry_run:
         data.out("[preflight] Would pull the required images (like 'kubeadm config images pull')")
         return
-    if not host_runtime(data):
+    reg = data.cfg.init.node_registration
+    if not host_runtime(data):  # built-in nodes run programs; a runtime of the node's own still hears the warning
+        from pykubeadm.preflight.nodechecks import node_local_runtime
+
+        if node_local_runtime(data.real_layout, reg.cri_socket):
+            warn_if_sandbox_image_differs(host, reg.cri_socket, pause_image(data.cfg.cluster))
         return
     data.out("[preflight] Pulling images required for setting up a Kubernetes cluster")
     data.out("[preflight] This might take a minute or two, depending on the speed of your internet connection")
     data.out("[preflight] You can also perform this action beforehand using 'kubeadm config images pull'")
-    reg = data.cfg.init.node_registration
     warn_if_sandbox_image_differs(host, reg.cri_socket, pause_image(data.cfg.cluster))
     checks = [
         _ImagePullCheck(host, reg.cri_socket, img, reg.image_pull_policy) for img in images_list(data.cfg.cluster)

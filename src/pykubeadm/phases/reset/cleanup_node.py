@@ -12,9 +12,11 @@ Messages print node paths; nothing outside the node's root is touched (`cleanup.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -125,6 +127,26 @@ def _cri_remove_pods(cri_socket: str) -> None:
     runtime.remove_containers(runtime.list_kube_containers())
 
 
+def _node_cri_socket(layout: Layout) -> str:
+    """The CRI endpoint kubeadm gave this node's kubelet (its instance config, else kubeadm-flags.env), or ""."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        doc = yaml.safe_load(layout.kubelet_instance_config.read_text()) or {}
+        if doc.get("containerRuntimeEndpoint"):
+            return str(doc["containerRuntimeEndpoint"])
+    with contextlib.suppress(OSError):
+        found = re.search(r"--container-runtime-endpoint=([^\s\"]+)", layout.kubelet_env_file.read_text())
+        if found:
+            return found.group(1)
+    return ""
+
+
+def _node_local_socket(layout: Layout, endpoint: str) -> bool:
+    """A built-in node's CRI endpoint names a socket under its root that exists: a runtime of the node's own."""
+    path = endpoint.removeprefix("unix://")
+    root = os.path.realpath(layout.root)
+    return os.path.realpath(path).startswith(root.rstrip("/") + "/") and os.path.exists(path)
+
+
 def _remove_containers(data: ResetData) -> None:
     if data.dry_run:
         data.out("[reset] Would remove Kubernetes-managed containers")
@@ -136,6 +158,12 @@ def _remove_containers(data: ResetData) -> None:
         except KubeadmError as err:
             log.warning("[reset] Failed to remove containers: %s", err)
         return
+    socket = data.cfg.cri_socket or _node_cri_socket(data.layout)
+    if socket and _node_local_socket(data.layout, socket):  # a runtime of this node's own (a lab node's containerd)
+        try:
+            _cri_remove_pods(socket)
+        except KubeadmError as err:
+            log.warning("[reset] Failed to remove containers: %s", err)
     stopped: list[int] = []
     for _ in range(3):  # look again: a sandbox orphaned while its shim was being stopped
         pids = [p for p in node_processes(data.layout.root) if p not in stopped]
