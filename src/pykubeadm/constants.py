@@ -297,6 +297,11 @@ CONTAINERD_ROOT_DIR: Final = "/var/lib/containerd"
 #: containerd's state dir (runtime state, sandbox network namespaces); its gRPC socket lives in it.
 CONTAINERD_STATE_DIR: Final = "/run/containerd"
 CONTAINERD_SOCKET_FILE: Final = "/run/containerd/containerd.sock"
+#: containerd refuses a socket address longer than this (its `.ttrpc` one included): under a node root whose path
+#: leaves no room, the node's socket is reached through a short link in CONTAINERD_SOCKET_LINK_DIR.
+CONTAINERD_SOCKET_ADDRESS_MAX: Final = 104
+#: On the host: `<digest of a node root>` → that node's `run/containerd` (see `Layout.containerd_socket`).
+CONTAINERD_SOCKET_LINK_DIR: Final = "/run/pykubeadm/cri"
 #: The opt plugin's directory (binaries and libraries containerd may install).
 CONTAINERD_OPT_DIR: Final = "/opt/containerd"
 #: Per-registry `hosts.toml` files (registry.config_path).

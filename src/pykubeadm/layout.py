@@ -7,6 +7,7 @@ under `root` (default "/"). So `--root-dir=/tmp/n1` puts `/etc/kubernetes` at `/
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -199,7 +200,46 @@ class Layout:
 
     @property
     def containerd_socket(self) -> Path:
-        return self.host(c.CONTAINERD_SOCKET_FILE)
+        """The node's containerd socket, as containerd and its clients name it. Under a node root whose path leaves no
+        room for a unix socket address (`CONTAINERD_SOCKET_ADDRESS_MAX`), it is
+        `/run/pykubeadm/cri/<digest of the root>/containerd.sock`, whose directory is a link to the node's
+        `run/containerd` (`link_containerd_socket_dir`): the socket still lies in, and resolves into, the node root."""
+        path = self.host(c.CONTAINERD_SOCKET_FILE)
+        if len(f"{path}.ttrpc") <= c.CONTAINERD_SOCKET_ADDRESS_MAX:
+            return path
+        return self.containerd_socket_link / path.name
+
+    @property
+    def containerd_socket_link(self) -> Path:
+        """The short link to the node's containerd socket directory (used when the node root's path is long)."""
+        digest = hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:16]
+        return Path(c.CONTAINERD_SOCKET_LINK_DIR) / digest
+
+    def link_containerd_socket_dir(self) -> None:
+        """Make the node's containerd socket directory, and the short link to it when the socket is named through
+        one (replacing a stale link of the same node root)."""
+        real = self.host(PurePosixPath(c.CONTAINERD_SOCKET_FILE).parent)
+        real.mkdir(parents=True, exist_ok=True)
+        if self.containerd_socket.parent == real:
+            return
+        link = self.containerd_socket_link
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() or link.exists():
+            if link.resolve() == real.resolve():
+                return
+            link.unlink()
+        link.symlink_to(real.resolve(), target_is_directory=True)
+
+    def unlink_containerd_socket_dir(self) -> None:
+        """Remove the short link to the node's containerd socket directory, if this node has one."""
+        link = self.containerd_socket_link
+        if link.is_symlink():
+            link.unlink()
+
+    def owns(self, path: str | os.PathLike[str]) -> bool:
+        """Whether a path on this machine is in this node's root, or leads into it (through a link)."""
+        root = os.path.realpath(self.root).rstrip("/")
+        return bool(root) and os.path.realpath(path).startswith(root + "/")
 
     @property
     def containerd_opt(self) -> Path:

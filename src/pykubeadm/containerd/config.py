@@ -120,7 +120,8 @@ def render_config(cfg: ContainerdConfig) -> str:
 
 
 def write_config(cfg: ContainerdConfig) -> Path:
-    """Write config.toml and make the directories it names; returns the config's path."""
+    """Write config.toml and make the directories it names (and the short link its socket is named through, under a
+    long node root); returns the config's path."""
     layout = cfg.layout
     for d in (
         layout.containerd_root,
@@ -130,6 +131,7 @@ def write_config(cfg: ContainerdConfig) -> Path:
         layout.cni_conf_dir,
     ):
         d.mkdir(parents=True, exist_ok=True)
+    layout.link_containerd_socket_dir()
     path = layout.containerd_config
     path.parent.mkdir(parents=True, exist_ok=True)
     write_file_atomic(path, render_config(cfg).encode(), 0o644)

@@ -49,13 +49,13 @@ def pod_runtime(spec: Mapping[str, Any], cri: bool) -> str:
 
 
 def node_endpoint(endpoint: str, layout: Layout) -> str | None:
-    """The endpoint to dial for a configured one (a node path, read under the node root), or None when it is unset
+    """The endpoint to dial for a configured one (a node path, read under the node root unless it is in the node root
+    already or leads into it), or None when it is unset
     or its socket does not exist. CRIEndpointError when it is malformed."""
     if not endpoint:
         return None
     path = Path(socket_path(endpoint))
-    root = layout.root.resolve()
-    if str(root) != "/" and not path.is_relative_to(root):
+    if str(layout.root.resolve()) != "/" and not layout.owns(path):
         path = layout.host(str(path))
     if not path.is_socket():
         return None

@@ -319,6 +319,7 @@ def stop(node: LabNode, out: Out) -> None:
         stop_processes(left, grace=0.5)
         out(f"[lab] {node.name}: stopped {len(left)} containerd shim process(es) left: {left}")
     _unmount_all(node, out)
+    layout.unlink_containerd_socket_dir()
 
 
 def _unmount_all(node: LabNode, out: Out) -> None:

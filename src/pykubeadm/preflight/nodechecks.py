@@ -124,10 +124,9 @@ _HOST_RUNTIME_ONLY = (
 
 
 def node_local_runtime(layout: Layout, cri_socket: str) -> bool:
-    """A built-in node's CRI endpoint names a socket under its root: a container runtime of the node's own (a lab
+    """A built-in node's CRI endpoint names a socket in (or leading into) its root: a container runtime of the node's own (a lab
     node's containerd), which kubeadm asks as it asks a host's."""
-    root = str(layout.root).rstrip("/")
-    return bool(root) and cri_socket.removeprefix("unix://").startswith(root + "/")
+    return layout.owns(cri_socket.removeprefix("unix://"))
 
 
 def _for_mode(checks: list[Checker], host_runtime: bool, layout: Layout) -> list[Checker]:

@@ -143,8 +143,7 @@ def _node_cri_socket(layout: Layout) -> str:
 def _node_local_socket(layout: Layout, endpoint: str) -> bool:
     """A built-in node's CRI endpoint names a socket under its root that exists: a runtime of the node's own."""
     path = endpoint.removeprefix("unix://")
-    root = os.path.realpath(layout.root)
-    return os.path.realpath(path).startswith(root.rstrip("/") + "/") and os.path.exists(path)
+    return layout.owns(path) and os.path.exists(path)
 
 
 def _remove_containers(data: ResetData) -> None:
