@@ -23,6 +23,7 @@ import yaml
 from tests.e2e.test_lab import _processes_under, pykubeadm
 from tests.e2e.test_lab_netns import _host_state, netns_lab_up
 
+from pykubeadm import constants as c
 from pykubeadm.cri.client import CRIClient
 from pykubeadm.layout import Layout
 from pykubeadm.testing.images import BUSYBOX
@@ -48,7 +49,7 @@ class ContainerdLab:
     up_output: str
 
     def endpoint(self, node: str) -> str:
-        return f"unix://{self.dir / node}/run/containerd/containerd.sock"
+        return f"unix://{Layout(self.dir / node).containerd_socket}"
 
     def cri(self, node: str, call: str, *args: object) -> Any:
         async def run() -> object:
@@ -244,3 +245,6 @@ def test_zz_lab_down_leaves_no_containerd_registry_shim_mount_or_namespace(lab: 
     assert not {n for n in after["links"] - lab.before["links"] if n == "lab0" or n.startswith("veth")}
     assert {n for n in after["netns"] - lab.before["netns"] if not n.startswith("pk-")} == set()
     assert not (lab.dir / ".lab/netns").exists()
+    socket_links = Path(c.CONTAINERD_SOCKET_LINK_DIR)
+    into_lab = [p for p in socket_links.iterdir() if str(lab.dir) in os.readlink(p)] if socket_links.is_dir() else []
+    assert not into_lab, into_lab

@@ -100,7 +100,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsLab]:
     lab_dir = tmp_path_factory.mktemp("netns") / "lab"
     before = _host_state(lab_dir)
     port = _free_port()
-    with netns_lab_up(lab_dir, "--workers", "2", "--publish", f"{port}:{NODE_PORT}") as output:
+    # the built-in runtime: the lab's Pods run `python3` from the image map (offline), not python:3 from a registry
+    with netns_lab_up(lab_dir, "--workers", "2", "--runtime", "builtin", "--publish", f"{port}:{NODE_PORT}") as output:
         yield NetnsLab(lab_dir, port, before, output)
 
 

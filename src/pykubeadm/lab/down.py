@@ -95,6 +95,7 @@ def lab_down(lab_dir: Path, out: Out = print) -> None:
     for node in nodes:  # a containerd lab: what its reset left of each node's containerd (shims, mounts)
         if node.containerd:
             lab_runtime.stop(node, out)
+    lab_runtime.remove_socket_links(lab_dir)
     _unpin_pod_networks(nodes, out)
     from pykubeadm.kubelet import zygote
 

@@ -27,6 +27,7 @@ import yaml
 
 from pykubeadm import constants as c
 from pykubeadm.lab.trust import control_plane_kubelet_args, kubelet_configuration, secure_cluster_configuration
+from pykubeadm.layout import Layout
 from pykubeadm.util.yamlload import load_yaml
 
 __all__ = [
@@ -207,7 +208,7 @@ def _node_registration(node: LabNode) -> dict[str, Any]:
         args.append({"name": "cni-conf-dir", "value": c.DEFAULT_CNI_CONF_DIR})
     registration: dict[str, Any] = {"name": node.name, "kubeletExtraArgs": args}
     if node.containerd:  # the node's own containerd (lab.runtime), which kubeadm and the kubelet speak CRI to
-        registration["criSocket"] = f"unix://{node.root}{c.CONTAINERD_SOCKET_FILE}"
+        registration["criSocket"] = f"unix://{Layout(node.root).containerd_socket}"
     return registration
 
 

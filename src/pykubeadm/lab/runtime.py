@@ -322,6 +322,19 @@ def stop(node: LabNode, out: Out) -> None:
     layout.unlink_containerd_socket_dir()
 
 
+def remove_socket_links(lab_dir: Path) -> int:
+    """Remove every short containerd socket link (`Layout.containerd_socket`) that leads into `lab_dir`, also those of
+    nodes a failed `lab up` never recorded; how many."""
+    links = Path(c.CONTAINERD_SOCKET_LINK_DIR)
+    inside = str(lab_dir.resolve()).rstrip("/") + "/"
+    removed = 0
+    for link in links.iterdir() if links.is_dir() else ():
+        if link.is_symlink() and os.readlink(link).startswith(inside):
+            link.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
 def _unmount_all(node: LabNode, out: Out) -> None:
     layout = Layout(node.root)
     mounts = _mounts_under([layout.containerd_state, layout.containerd_root])
