@@ -163,3 +163,17 @@ def _stop_node_kubelets(request: pytest.FixtureRequest):
         stop_kubelet(Layout(root=pid_file.parents[3]))
     for kubelet_dir in Path(tmp).glob("**/var/lib/kubelet"):
         stop_processes(node_processes(kubelet_dir.parents[2]), grace=5.0)
+
+
+@pytest.fixture
+def short_tmp_path() -> Iterator[Path]:
+    """A fresh directory with a short path (`/tmp/pk-XXXXXXXX`), for what names unix sockets under it: xdist's
+    `tmp_path` can leave no room for a socket address."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="pk-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

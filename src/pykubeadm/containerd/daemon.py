@@ -111,6 +111,8 @@ class ContainerdProcess:
             return "(no log)"
 
     def stop(self, *, timeout: float = 10.0) -> None:
-        """SIGTERM containerd (SIGKILL after `timeout`) and reap it. Its Pods' shims are not touched."""
+        """SIGTERM containerd (SIGKILL after `timeout`) and reap it, and remove its socket's short link if it has one.
+        Its Pods' shims are not touched."""
         proc, self.process = self.process, None
         terminate_child(proc, timeout)
+        self.cfg.layout.unlink_containerd_socket_dir()

@@ -21,18 +21,18 @@ def _render(root: Path, **kw: object) -> dict:
     return tomllib.loads(render_config(ContainerdConfig(Layout(root), **kw)))  # type: ignore[arg-type]
 
 
-def test_every_path_is_under_the_node_root(tmp_path: Path) -> None:
-    doc = _render(tmp_path / "n1")
+def test_every_path_is_under_the_node_root(short_tmp_path: Path) -> None:
+    doc = _render(short_tmp_path / "n1")
     assert doc["version"] == 2
-    assert doc["root"] == f"{tmp_path}/n1/var/lib/containerd"
-    assert doc["state"] == f"{tmp_path}/n1/run/containerd"
-    assert doc["grpc"]["address"] == f"{tmp_path}/n1/run/containerd/containerd.sock"
-    assert doc["ttrpc"]["address"].startswith(f"{tmp_path}/n1/run/containerd/")
-    assert doc["plugins"]["io.containerd.internal.v1.opt"]["path"] == f"{tmp_path}/n1/opt/containerd"
+    assert doc["root"] == f"{short_tmp_path}/n1/var/lib/containerd"
+    assert doc["state"] == f"{short_tmp_path}/n1/run/containerd"
+    assert doc["grpc"]["address"] == f"{short_tmp_path}/n1/run/containerd/containerd.sock"
+    assert doc["ttrpc"]["address"].startswith(f"{short_tmp_path}/n1/run/containerd/")
+    assert doc["plugins"]["io.containerd.internal.v1.opt"]["path"] == f"{short_tmp_path}/n1/opt/containerd"
     cri = doc["plugins"][CRI]
-    assert cri["cni"] == {"bin_dir": "/usr/lib/cni", "conf_dir": f"{tmp_path}/n1/etc/cni/net.d"}
-    assert cri["registry"]["config_path"] == f"{tmp_path}/n1/etc/containerd/certs.d"
-    assert cri["containerd"]["runtimes"]["runc"]["options"]["Root"] == f"{tmp_path}/n1/run/containerd/runc"
+    assert cri["cni"] == {"bin_dir": "/usr/lib/cni", "conf_dir": f"{short_tmp_path}/n1/etc/cni/net.d"}
+    assert cri["registry"]["config_path"] == f"{short_tmp_path}/n1/etc/containerd/certs.d"
+    assert cri["containerd"]["runtimes"]["runc"]["options"]["Root"] == f"{short_tmp_path}/n1/run/containerd/runc"
     assert cri["netns_mounts_under_state_dir"] is True
 
 
@@ -57,14 +57,14 @@ def test_a_custom_image_repository_moves_the_sandbox_image(tmp_path: Path) -> No
     assert _render(tmp_path, sandbox_image=image)["plugins"][CRI]["sandbox_image"] == image
 
 
-def test_write_config_makes_the_directories_it_names(tmp_path: Path) -> None:
-    cfg = ContainerdConfig(Layout(tmp_path), restrict_oom_score_adj=True)
+def test_write_config_makes_the_directories_it_names(short_tmp_path: Path) -> None:
+    cfg = ContainerdConfig(Layout(short_tmp_path), restrict_oom_score_adj=True)
     path = write_config(cfg)
-    assert path == tmp_path / "etc/containerd/config.toml"
+    assert path == short_tmp_path / "etc/containerd/config.toml"
     assert tomllib.loads(path.read_text())["version"] == 2
     for d in ("var/lib/containerd", "run/containerd", "opt/containerd", "etc/containerd/certs.d", "etc/cni/net.d"):
-        assert (tmp_path / d).is_dir(), d
-    assert cfg.endpoint == f"unix://{tmp_path}/run/containerd/containerd.sock"
+        assert (short_tmp_path / d).is_dir(), d
+    assert cfg.endpoint == f"unix://{short_tmp_path}/run/containerd/containerd.sock"
 
 
 def test_a_registry_host_gets_its_hosts_toml_under_config_path(tmp_path: Path) -> None:

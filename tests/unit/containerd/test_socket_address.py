@@ -10,11 +10,11 @@ from pykubeadm import constants as c
 from pykubeadm.layout import Layout
 
 
-def test_a_short_node_root_keeps_the_socket_in_the_node(tmp_path: Path) -> None:
-    layout = Layout(tmp_path / "n")
-    assert layout.containerd_socket == tmp_path / "n/run/containerd/containerd.sock"
+def test_a_short_node_root_keeps_the_socket_in_the_node(short_tmp_path: Path) -> None:
+    layout = Layout(short_tmp_path / "n")
+    assert layout.containerd_socket == short_tmp_path / "n/run/containerd/containerd.sock"
     layout.link_containerd_socket_dir()
-    assert (tmp_path / "n/run/containerd").is_dir()
+    assert (short_tmp_path / "n/run/containerd").is_dir()
     assert not layout.containerd_socket_link.is_symlink()
 
 

@@ -44,18 +44,18 @@ def test_containerd_by_default_where_it_can_run(monkeypatch: pytest.MonkeyPatch)
         runtime.choose("docker", True, said.append)
 
 
-def test_a_containerd_node_gives_kubeadm_its_own_socket(tmp_path: Path) -> None:
-    cp = new_node(tmp_path, [], control_plane=True, prefix="172.18.1.", netns=True, containerd=True)
-    worker = new_node(tmp_path, [cp], control_plane=False)
+def test_a_containerd_node_gives_kubeadm_its_own_socket(short_tmp_path: Path) -> None:
+    cp = new_node(short_tmp_path, [], control_plane=True, prefix="172.18.1.", netns=True, containerd=True)
+    worker = new_node(short_tmp_path, [cp], control_plane=False)
     assert worker.containerd  # the lab's runtime, which every node follows
     init = init_config(cp, "abcdef.0123456789abcdef", "sqlite")[0]
-    socket = f"unix://{tmp_path}/lab-control-plane/run/containerd/containerd.sock"
+    socket = f"unix://{short_tmp_path}/lab-control-plane/run/containerd/containerd.sock"
     assert init["nodeRegistration"]["criSocket"] == socket == runtime.endpoint(cp)
     join = join_config(worker, "172.18.1.1:6443", "abcdef.0123456789abcdef", "sha256:00")[0]
-    assert join["nodeRegistration"]["criSocket"] == f"unix://{tmp_path}/lab-worker/run/containerd/containerd.sock"
-    save_registry(tmp_path, [cp, worker])
-    assert [n.containerd for n in load_registry(tmp_path) or []] == [True, True]
-    builtin = new_node(tmp_path / "b", [], control_plane=True, prefix="172.18.1.", netns=True)
+    assert join["nodeRegistration"]["criSocket"] == f"unix://{short_tmp_path}/lab-worker/run/containerd/containerd.sock"
+    save_registry(short_tmp_path, [cp, worker])
+    assert [n.containerd for n in load_registry(short_tmp_path) or []] == [True, True]
+    builtin = new_node(short_tmp_path / "b", [], control_plane=True, prefix="172.18.1.", netns=True)
     assert "criSocket" not in init_config(builtin, "abcdef.0123456789abcdef", "sqlite")[0]["nodeRegistration"]
 
 
