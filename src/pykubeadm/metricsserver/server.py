@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from lightkube import AsyncClient
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from pykubeadm import constants as c
 from pykubeadm.controllers.app.delegatedauth import DelegatingAuth
+from pykubeadm.kubelet.api import KubeClient
 from pykubeadm.metricsserver.api import MetricsAPI, resource_request
 from pykubeadm.metricsserver.auth import ExtensionAuth
 from pykubeadm.metricsserver.scrape import Scraper
@@ -125,7 +125,7 @@ _METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=
 class MetricsServer:
     """Watches Nodes and Pods through `client`, scrapes with `token()`, serves on the secure port."""
 
-    def __init__(self, client: AsyncClient, auth: ExtensionAuth, token: Any, opts: ServerOptions) -> None:
+    def __init__(self, client: KubeClient, auth: ExtensionAuth, token: Any, opts: ServerOptions) -> None:
         self.client = client
         self.auth = auth
         self.opts = opts
@@ -155,14 +155,11 @@ class MetricsServer:
 
         A list per resolution rather than a watch: the lab's Pods reach the API through kube-proxy's Service
         address, where a watch's events may be held back; a fresh list is never staler than the scrape it serves."""
-        http = self.client._client._client  # lightkube's httpx client: plain JSON, no model decoding
-        nodes_resp, pods_resp = await asyncio.gather(
-            http.get("/api/v1/nodes"), http.get("/api/v1/pods", headers={"Accept": _METADATA_LIST})
+        node_list, pod_list = await asyncio.gather(
+            self.client.get("/api/v1/nodes"), self.client.get("/api/v1/pods", accept=_METADATA_LIST)
         )
-        nodes_resp.raise_for_status()
-        pods_resp.raise_for_status()
         nodes: dict[str, dict[str, Any]] = {}
-        for n in nodes_resp.json().get("items") or []:
+        for n in node_list.get("items") or []:
             meta = n.get("metadata") or {}
             nodes[meta["name"]] = {
                 "name": meta["name"],
@@ -170,7 +167,7 @@ class MetricsServer:
                 "object": {"metadata": {"name": meta["name"]}, "status": n.get("status") or {}},
             }
         pods: dict[str, dict[str, Any]] = {}
-        for p in pods_resp.json().get("items") or []:
+        for p in pod_list.get("items") or []:
             meta = p.get("metadata") or {}
             pods[f"{meta.get('namespace')}/{meta.get('name')}"] = {
                 "name": meta.get("name", ""),
@@ -240,7 +237,7 @@ class MetricsServer:
             await self.auth.close()
 
 
-def new_auth(client: AsyncClient) -> ExtensionAuth:
+def new_auth(client: KubeClient) -> ExtensionAuth:
     """The extension API server's authentication and authorization, both through `client`."""
     delegating = DelegatingAuth(authentication_client=client, authorization_client=client)
     return ExtensionAuth(client, delegating)
