@@ -120,6 +120,9 @@ class _Metrics:
 
 #: Pods are listed as metadata only (metrics-server's metadata informer): names, namespaces and labels are all it needs.
 _METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+#: Pods are listed in pages of this many (as client-go's pager does): what one list holds at once is one page,
+#: however many Pods the cluster runs.
+POD_PAGE = 50
 
 
 class MetricsServer:
@@ -155,26 +158,36 @@ class MetricsServer:
 
         A list per resolution rather than a watch: the lab's Pods reach the API through kube-proxy's Service
         address, where a watch's events may be held back; a fresh list is never staler than the scrape it serves."""
-        node_list, pod_list = await asyncio.gather(
-            self.client.get("/api/v1/nodes"), self.client.get("/api/v1/pods", accept=_METADATA_LIST)
-        )
+        node_list, pods = await asyncio.gather(self.client.get("/api/v1/nodes"), self._list_pods())
         nodes: dict[str, dict[str, Any]] = {}
         for n in node_list.get("items") or []:
             meta = n.get("metadata") or {}
+            status = n.get("status") or {}
             nodes[meta["name"]] = {
                 "name": meta["name"],
                 "labels": meta.get("labels") or {},
-                "object": {"metadata": {"name": meta["name"]}, "status": n.get("status") or {}},
-            }
-        pods: dict[str, dict[str, Any]] = {}
-        for p in pod_list.get("items") or []:
-            meta = p.get("metadata") or {}
-            pods[f"{meta.get('namespace')}/{meta.get('name')}"] = {
-                "name": meta.get("name", ""),
-                "namespace": meta.get("namespace", ""),
-                "labels": meta.get("labels") or {},
-            }
+                # what the scraper reads of the status; not its images, conditions or capacity
+                "object": {"metadata": {"name": meta["name"]},
+                           "status": {k: status[k] for k in ("addresses", "daemonEndpoints") if k in status}},
+            }  # fmt: skip
         self.nodes, self.pods = nodes, pods
+
+    async def _list_pods(self) -> dict[str, dict[str, Any]]:
+        """namespace/name → the Pod's name, namespace and labels, listed page by page."""
+        pods: dict[str, dict[str, Any]] = {}
+        params: dict[str, Any] = {"limit": POD_PAGE}
+        while True:
+            page = await self.client.get("/api/v1/pods", params, accept=_METADATA_LIST)
+            for p in page.get("items") or []:
+                meta = p.get("metadata") or {}
+                pods[f"{meta.get('namespace')}/{meta.get('name')}"] = {
+                    "name": meta.get("name", ""),
+                    "namespace": meta.get("namespace", ""),
+                    "labels": meta.get("labels") or {},
+                }
+            params["continue"] = (page.get("metadata") or {}).get("continue")
+            if not params["continue"]:
+                return pods
 
     async def scrape_once(self) -> None:
         start = time.monotonic()
