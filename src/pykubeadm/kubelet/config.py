@@ -18,6 +18,7 @@ import yaml
 
 from pykubeadm import constants as c
 from pykubeadm.errors import ValidationError
+from pykubeadm.kubelet.imagegc import ImageGCPolicy
 from pykubeadm.util.goduration import parse_duration
 from pykubeadm.util.yamlload import load_yaml
 
@@ -83,6 +84,8 @@ class KubeletSettings:
     cni_conf_dir: str = ""
     cni_bin_dir: str = c.DEFAULT_CNI_BIN_DIR
     cni_cache_dir: str = c.DEFAULT_CNI_CACHE_DIR
+    #: imageGCHighThresholdPercent, imageGCLowThresholdPercent, imageMinimumGCAge, imageMaximumGCAge
+    image_gc: ImageGCPolicy = field(default_factory=ImageGCPolicy)
     raw_config: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -143,6 +146,7 @@ class KubeletSettings:
             cni_conf_dir=flags.get("cni_conf_dir") or "",
             cni_bin_dir=flags.get("cni_bin_dir") or c.DEFAULT_CNI_BIN_DIR,
             cni_cache_dir=flags.get("cni_cache_dir") or c.DEFAULT_CNI_CACHE_DIR,
+            image_gc=ImageGCPolicy.from_config(config),
             raw_config=config,
         )
         if s.port <= 0 or s.port > 65535:

@@ -44,6 +44,7 @@ from pykubeadm.kubelet.csr import (
     usages_for,
 )
 from pykubeadm.kubelet.events import EventRecorder
+from pykubeadm.kubelet.imagegc import IMAGE_GC_PERIOD, ImageGCManager
 from pykubeadm.kubelet.kubeconfig import (
     bootstrapped_kubeconfig,
     is_valid_client_kubeconfig,
@@ -85,11 +86,19 @@ def pair_client_config(base: ClientConfig, pair: CertPair) -> ClientConfig:
 
 
 class Kubelet:
-    def __init__(self, settings: KubeletSettings, layout: Layout, *, backoff_initial: float = 10.0):
+    def __init__(
+        self,
+        settings: KubeletSettings,
+        layout: Layout,
+        *,
+        backoff_initial: float = 10.0,
+        image_gc_period: float = IMAGE_GC_PERIOD,
+    ):
         self.s = settings
         self.layout = layout
         self.version = kubelet_version(layout)
         self.backoff_initial = backoff_initial
+        self.image_gc_period = image_gc_period
         self.cert_dir = layout.host(settings.cert_dir)
         self.node_ip = settings.node_ip or "127.0.0.1"
         self.static_pods: StaticPodManager | None = None
@@ -241,6 +250,11 @@ class Kubelet:
                 self._spawn(self.cert_renewer.run())
             if self.s.kubeconfig:
                 self.runtime = await connect_node_runtime(self.s.container_runtime_endpoint, self.layout)
+                if self.runtime is not None:  # the built-in runtime has no images to collect
+                    gc = ImageGCManager(
+                        self.runtime, self.s.image_gc, self.events, sandbox_images=[self.s.pod_infra_container_image]
+                    )
+                    self._spawn(gc.run(self.image_gc_period))
                 await self._start_api_side()
             else:
                 log.info("no --kubeconfig: running in standalone mode (static Pods only)")

@@ -1,0 +1,127 @@
+"""A real kubelet on a real containerd (and a real apiserver, all on free loopback ports): image garbage collection
+by the KubeletConfiguration's thresholds, and the Summary API (`/stats/summary`) for a containerd Pod and a built-in
+(static) Pod, read as users read it, through the apiserver's node proxy with `kubectl get --raw`.
+
+The kubelet's image GC fires on any real disk with `imageGCHighThresholdPercent: 1` / `imageGCLowThresholdPercent: 0`
+(the lowest legal band: the images themselves put usage at 1% or more) and `imageMinimumGCAge: 10s`, collecting every
+second (the hidden `--image-gc-period`; the kubelet's is 5 minutes): images no container uses go (ListImages), the one
+a running Pod uses stays, and so does the sandbox (pause) image; wanting to free the whole disk and finding only those
+images is the Node's `FreeDiskSpaceFailed` event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from tests.integration.cri.test_kubelet_cri_pods import NODE, Node, pod, running, wait_for
+
+from pykubeadm.containerd.config import kubeadm_pause_image
+from pykubeadm.containerd.daemon import ContainerdProcess
+from pykubeadm.containerd.images import import_archive
+from pykubeadm.containerd.ociimage import ImageConfig, LayerFile, write_oci_archive
+from pykubeadm.cri.kubeadmruntime import run_with_client
+from pykubeadm.testing.apiserver import ApiServer, running_apiserver
+from pykubeadm.testing.images import BUSYBOX
+
+from .conftest import BUSYBOX_IMAGE
+
+pytestmark = [pytest.mark.integration]
+
+UNUSED = ("pykubeadm.test/unused-a:1", "pykubeadm.test/unused-b:1")
+
+
+@pytest.fixture(scope="module")
+def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+    with running_apiserver(tmp_path_factory.mktemp("apiserver")) as server:
+        server.kubectl(
+            "apply",
+            "-f",
+            "-",
+            input="{apiVersion: v1, kind: ServiceAccount, metadata: {name: default, namespace: default}}",
+        )
+        yield server
+
+
+def image_tags(containerd: ContainerdProcess) -> set[str]:
+    images = run_with_client(containerd.endpoint, lambda cri: cri.list_images(), timeout=30)
+    return {tag for image in images for tag in image.repo_tags}
+
+
+STATIC_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "builtin-sleeper", "namespace": "default"},
+    "spec": {
+        "hostNetwork": True,
+        "containers": [{"name": "sleeper", "image": "busybox:1.36", "command": ["sh", "-c", "exec sleep 3600"]}],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def node(api_server: ApiServer, containerd: ContainerdProcess) -> Iterator[Node]:
+    root = containerd.cfg.layout.root
+    for i, reference in enumerate(UNUSED):  # two images of their own (distinct IDs), no container uses them
+        archive = root.parent / f"unused-{i}.oci.tar"
+        write_oci_archive(
+            archive,
+            reference,
+            ImageConfig(cmd=["sh"], labels={"n": str(i)}),
+            files=[LayerFile("/bin/busybox", BUSYBOX)],
+        )
+        import_archive(containerd.cfg, archive)
+    # the containerd Pod exists before the kubelet starts, so it runs well within imageMinimumGCAge
+    api_server.kubectl(
+        "create",
+        "-f",
+        "-",
+        input=pod("gc-user", {"name": "user", "image": BUSYBOX_IMAGE, "command": ["sleep", "3600"]}),
+    )
+    n = Node(root, api_server, containerd)
+    config_path = root / "var/lib/kubelet/config.yaml"
+    config: dict[str, Any] = yaml.safe_load(config_path.read_text())
+    config.update(
+        imageGCHighThresholdPercent=1,
+        imageGCLowThresholdPercent=0,
+        imageMinimumGCAge="10s",
+        staticPodPath="/etc/kubernetes/manifests",
+    )
+    config_path.write_text(yaml.safe_dump(config))
+    (root / "etc/kubernetes/manifests").mkdir(parents=True, exist_ok=True)
+    (root / "etc/kubernetes/manifests/builtin-sleeper.yaml").write_text(yaml.safe_dump(STATIC_POD))
+    n.kubelet.args.append("--image-gc-period=1")
+    n.kubelet.start()
+    try:
+        yield n
+    finally:
+        n.kubelet.stop()
+
+
+def node_events(server: ApiServer, reason: str) -> list[dict[str, Any]]:
+    res = server.kubectl(
+        "get", "events", "-A", "--field-selector", f"involvedObject.kind=Node,reason={reason}", "-o", "json"
+    )
+    return list(json.loads(res.stdout)["items"])
+
+
+def test_image_gc_removes_the_unused_images_and_keeps_the_used_and_the_sandbox(
+    api_server: ApiServer, node: Node, containerd: ContainerdProcess
+) -> None:
+    assert set(UNUSED) <= image_tags(containerd)
+    st = wait_for(lambda: running(api_server, "gc-user"), 60, "gc-user running")
+    assert st["containerID"].startswith("containerd://")
+    wait_for(lambda: not set(UNUSED) & image_tags(containerd), 60, "the unused images collected")
+    left = image_tags(containerd)
+    assert BUSYBOX_IMAGE in left, left  # a running container's image
+    assert kubeadm_pause_image() in left, left  # the sandbox image
+    assert running(api_server, "gc-user")
+    events = wait_for(lambda: node_events(api_server, "FreeDiskSpaceFailed"), 30, "FreeDiskSpaceFailed")
+    assert events[0]["type"] == "Warning" and events[0]["involvedObject"]["name"] == NODE
+    assert events[0]["message"].startswith("Failed to garbage collect required amount of images. Attempted to free ")
+    log = node.kubelet.log_path.read_text()
+    assert "Disk usage on image filesystem is over the high threshold" in log
+    assert "Removing image to free bytes" in log
