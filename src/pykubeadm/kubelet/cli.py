@@ -92,6 +92,9 @@ _ARGS_META = "pykubeadm.kubelet.args"
     "run there. Unset, or no socket there: every Pod runs on the built-in runtime.",
 )
 @click.option("--pod-infra-container-image", help="Accepted for compatibility (the pause image).")
+@click.option("--image-gc-high-threshold", type=int, help="imageGCHighThresholdPercent (deprecated kubelet flag).")
+@click.option("--image-gc-low-threshold", type=int, help="imageGCLowThresholdPercent (deprecated kubelet flag).")
+@click.option("--minimum-image-ttl-duration", help="imageMinimumGCAge (deprecated kubelet flag).")
 @click.option(
     "--cni-conf-dir",
     help="The built-in runtime's CNI configuration directory (a node path, e.g. /etc/cni/net.d): Pods without "

@@ -146,7 +146,12 @@ class KubeletSettings:
             cni_conf_dir=flags.get("cni_conf_dir") or "",
             cni_bin_dir=flags.get("cni_bin_dir") or c.DEFAULT_CNI_BIN_DIR,
             cni_cache_dir=flags.get("cni_cache_dir") or c.DEFAULT_CNI_CACHE_DIR,
-            image_gc=ImageGCPolicy.from_config(config),
+            image_gc=ImageGCPolicy.from_config(
+                {
+                    **config,
+                    **{key: flags[flag] for flag, key in _IMAGE_GC_FLAGS.items() if flags.get(flag) is not None},
+                }
+            ),
             raw_config=config,
         )
         if s.port <= 0 or s.port > 65535:
@@ -174,6 +179,14 @@ class KubeletSettings:
             if ip.is_loopback or self.healthz_bind_address == "0.0.0.0":
                 return self.node_ip
         return self.healthz_bind_address or "127.0.0.1"
+
+
+#: The kubelet's (deprecated) image GC flags → the KubeletConfiguration fields they set.
+_IMAGE_GC_FLAGS = {
+    "image_gc_high_threshold": "imageGCHighThresholdPercent",
+    "image_gc_low_threshold": "imageGCLowThresholdPercent",
+    "minimum_image_ttl_duration": "imageMinimumGCAge",
+}
 
 
 def _seconds(value: Any, default: float) -> float:

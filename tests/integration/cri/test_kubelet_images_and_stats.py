@@ -27,7 +27,7 @@ from pykubeadm.containerd.daemon import ContainerdProcess
 from pykubeadm.containerd.images import import_archive
 from pykubeadm.containerd.ociimage import ImageConfig, LayerFile, write_oci_archive
 from pykubeadm.cri.kubeadmruntime import run_with_client
-from pykubeadm.testing.apiserver import ApiServer, running_apiserver
+from pykubeadm.testing.apiserver import ApiServer
 from pykubeadm.testing.images import BUSYBOX
 
 from .conftest import BUSYBOX_IMAGE
@@ -35,26 +35,6 @@ from .conftest import BUSYBOX_IMAGE
 pytestmark = [pytest.mark.integration]
 
 UNUSED = ("pykubeadm.test/unused-a:1", "pykubeadm.test/unused-b:1")
-
-
-@pytest.fixture(scope="module")
-def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
-    with running_apiserver(tmp_path_factory.mktemp("apiserver")) as server:
-        server.kubectl(
-            "apply",
-            "-f",
-            "-",
-            input="{apiVersion: v1, kind: ServiceAccount, metadata: {name: default, namespace: default}}",
-        )
-        # the kubelet authorizes by SubjectAccessReview: let the apiserver's kubelet client in, as a cluster does
-        server.kubectl(
-            "create",
-            "clusterrolebinding",
-            "apiserver-kubelet-api-admin",
-            "--clusterrole=system:kubelet-api-admin",
-            "--user=kube-apiserver-kubelet-client",
-        )
-        yield server
 
 
 def image_tags(containerd: ContainerdProcess) -> set[str]:
@@ -85,6 +65,14 @@ def node(api_server: ApiServer, containerd: ContainerdProcess) -> Iterator[Node]
             files=[LayerFile("/bin/busybox", BUSYBOX)],
         )
         import_archive(containerd.cfg, archive)
+    # the kubelet authorizes by SubjectAccessReview: let the apiserver's kubelet client in, as a cluster does
+    api_server.kubectl(
+        "create",
+        "clusterrolebinding",
+        "apiserver-kubelet-api-admin",
+        "--clusterrole=system:kubelet-api-admin",
+        "--user=kube-apiserver-kubelet-client",
+    )
     # the containerd Pod exists before the kubelet starts, so it runs well within imageMinimumGCAge
     api_server.kubectl(
         "create",

@@ -211,3 +211,13 @@ async def test_high_threshold_100_turns_image_gc_off() -> None:
     gc = ImageGCManager(fake, ImageGCPolicy.from_config({"imageGCHighThresholdPercent": 100}), Events())
     await asyncio.wait_for(gc.run(period=0.01), 5)  # returns at once
     assert fake.calls == []
+
+
+def test_the_kubelets_image_gc_flags_win_over_the_config_file() -> None:
+    from pykubeadm.kubelet.config import KubeletSettings
+
+    config = {"imageGCHighThresholdPercent": 90, "imageGCLowThresholdPercent": 70}
+    s = KubeletSettings.resolve(config, {"image_gc_low_threshold": 60, "minimum_image_ttl_duration": "5m"})
+    assert (s.image_gc.high_threshold_percent, s.image_gc.low_threshold_percent, s.image_gc.min_age) == (90, 60, 300)
+    with pytest.raises(ValidationError, match=r"\(--image-gc-low-threshold\) 95 must be less than"):
+        KubeletSettings.resolve(config, {"image_gc_low_threshold": 95})
