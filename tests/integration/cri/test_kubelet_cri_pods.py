@@ -31,7 +31,7 @@ from pykubeadm.containerd.images import import_archive
 from pykubeadm.containerd.ociimage import ImageConfig, LayerFile, write_oci_archive
 from pykubeadm.cri.client import CRIClient
 from pykubeadm.cri.v1 import api_pb2 as api
-from pykubeadm.testing.apiserver import ApiServer, free_port, running_apiserver
+from pykubeadm.testing.apiserver import ApiServer, free_port
 from pykubeadm.testing.images import BUSYBOX
 from pykubeadm.testing.registry import LocalRegistry, registry_skip_reason
 
@@ -54,18 +54,6 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
         if time.monotonic() >= deadline:
             raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.1)
-
-
-@pytest.fixture(scope="module")
-def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
-    with running_apiserver(tmp_path_factory.mktemp("apiserver")) as server:
-        server.kubectl(
-            "apply",
-            "-f",
-            "-",
-            input="{apiVersion: v1, kind: ServiceAccount, metadata: {name: default, namespace: default}}",
-        )
-        yield server
 
 
 def embedded_kubeconfig(server: ApiServer, cert: Path, key: Path) -> str:
