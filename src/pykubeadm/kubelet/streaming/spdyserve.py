@@ -20,9 +20,9 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from pykubeadm.kubelet.streaming.remotecommand import StreamIO, StreamOptions
-from pykubeadm.kubelet.streaming.session import SpdySession, SpdyStream
-from pykubeadm.kubelet.streaming.wsserve import parse_resize
+from pykubeadm.streaming.remotecommand import StreamIO, StreamOptions
+from pykubeadm.streaming.session import SpdySession, SpdyStream
+from pykubeadm.streaming.wsserve import parse_resize
 from pykubeadm.util.httpupgrade import switch_protocols
 
 __all__ = [

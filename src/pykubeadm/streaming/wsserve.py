@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from pykubeadm.kubelet.streaming.remotecommand import StreamIO, StreamOptions
+from pykubeadm.streaming.remotecommand import StreamIO, StreamOptions
 
 __all__ = ["CLOSE", "ERROR", "PROTOCOLS", "RESIZE", "STDERR", "STDIN", "STDOUT", "is_websocket", "serve_websocket"]
 

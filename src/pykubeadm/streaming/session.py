@@ -13,7 +13,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from pykubeadm.kubelet.streaming import spdy
+from pykubeadm.streaming import spdy
 
 __all__ = ["SpdySession", "SpdyStream"]
 
