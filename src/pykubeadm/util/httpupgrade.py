@@ -16,7 +16,15 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 
-__all__ = ["RawConnection", "proxy_upgrade", "read_response_head", "splice", "switch_protocols"]
+__all__ = [
+    "UPGRADE_REQUEST_HEADERS",
+    "UPGRADE_RESPONSE_HEADERS",
+    "RawConnection",
+    "proxy_upgrade",
+    "read_response_head",
+    "splice",
+    "switch_protocols",
+]
 
 _HIGH_WATER = 1024 * 1024
 _HEAD_LIMIT = 64 * 1024
