@@ -247,14 +247,14 @@ def srv(api_server: ApiServer, node: Node) -> int:
     return port
 
 
-def _upgrades(stderr: str, subresource: str) -> list[str]:
+def _upgrades(stderr: str, subresource: str, pod: str = "srv") -> list[str]:
     """The methods of kubectl -v=7's requests for `subresource`: GET is a WebSocket upgrade, POST a SPDY one (1.27
     logs `POST https://…`, 1.33 `"Request" verb="GET" url="https://…"`)."""
     found = (re.search(r'verb="(\w+)"|\b(GET|POST) https://', line) for line in stderr.splitlines())
     return [
         m.group(1) or m.group(2)
         for m, line in zip(found, stderr.splitlines(), strict=True)
-        if m and f"/pods/srv/{subresource}" in line
+        if m and f"/pods/{pod}/{subresource}" in line
     ]
 
 
@@ -309,6 +309,23 @@ def test_kubectl_exec_keeps_stdin_open_and_answers_each_line(api_server: ApiServ
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+
+
+@pytest.mark.parametrize("minor", sorted(KUBECTL))
+def test_attach_through_the_runtimes_streaming_server(api_server: ApiServer, node: Node, minor: int) -> None:
+    """kubectl attach (1.33 WebSocket v5, translated; 1.27 SPDY) follows a containerd container's output."""
+    name = f"ticker{minor}"
+    ticker = {"name": "ticker", "image": BUSYBOX_IMAGE, "command": ["sh", "-c", "while true; do date; sleep 0.2; done"]}
+    api_server.kubectl("create", "-f", "-", input=pod(name, ticker))
+    wait_for(lambda: running(api_server, name), 60, f"{name} running")
+    argv = [KUBECTL[minor], "-v=7", "attach", name]
+    with background(argv, api_server.kubectl_env()) as (proc, lines):
+        wait_for_line(lines, "UTC")  # busybox date: `Mon Dec  7 22:40:01 UTC 2026`, a new line every 0.2 s
+        assert proc.poll() is None  # still attached
+    assert proc.stderr is not None
+    log = proc.stderr.read()
+    assert _upgrades(log, "attach", name) == ["GET" if minor == 33 else "POST"], log  # no second try
+    api_server.kubectl("delete", "pod", name, "--grace-period=0", "--force", "--wait=false")
 
 
 @pytest.mark.parametrize("protocol", ["v5.channel.k8s.io", "v4.channel.k8s.io"])
