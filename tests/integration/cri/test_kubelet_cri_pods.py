@@ -340,7 +340,7 @@ def test_python_client_exec_on_a_containerd_pod(api_server: ApiServer, srv: int,
             client.CoreV1Api(c).connect_get_namespaced_pod_exec,
             "srv",
             "default",
-            command=["sh", "-c", 'read l; echo "out $l $GREETING"; echo err >&2; exit 4'],
+            command=["sh", "-c", 'read l; echo "out $l $GREETING"; echo err >&2; read l; exit 4'],
             stdin=True,
             stdout=True,
             stderr=True,
@@ -351,7 +351,8 @@ def test_python_client_exec_on_a_containerd_pod(api_server: ApiServer, srv: int,
         try:
             assert resp.subprotocol == protocol
             resp.write_stdin("hi\n")
-            assert resp.readline_stdout(timeout=30) == "out hi from-containerd"
+            assert resp.readline_stdout(timeout=30) == "out hi from-containerd"  # answered while stdin is open
+            resp.write_stdin("bye\n")
             resp.run_forever(timeout=30)
             assert resp.read_stderr() == "err\n"
             assert resp.returncode == 4

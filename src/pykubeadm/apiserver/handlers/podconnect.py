@@ -30,14 +30,19 @@ from pykubeadm.apiserver.handlers.streamtranslate import (
     Upstream,
     is_tunnel_request,
     is_v5_request,
-    read_body,
     translate_command,
     tunnel_portforward,
 )
 from pykubeadm.apiserver.middleware.authorization import attributes_of, forbidden_error
 from pykubeadm.apiserver.registry import Store
 from pykubeadm.streaming.remotecommand import StreamOptions
-from pykubeadm.util.httpupgrade import UPGRADE_REQUEST_HEADERS, UPGRADE_RESPONSE_HEADERS, splice, switch_protocols
+from pykubeadm.util.httpupgrade import (
+    UPGRADE_REQUEST_HEADERS,
+    UPGRADE_RESPONSE_HEADERS,
+    read_body,
+    splice,
+    switch_protocols,
+)
 
 __all__ = ["CONNECT_SUBRESOURCES", "pod_connect"]
 

@@ -27,7 +27,7 @@ from pykubeadm.apiserver import status as st
 from pykubeadm.streaming import spdyclient
 from pykubeadm.streaming.remotecommand import StreamIO, StreamOptions, success_status
 from pykubeadm.streaming.wsserve import TUNNEL_PREFIX, V5, binary_pipe, serve_websocket
-from pykubeadm.util.httpupgrade import read_response_head, splice
+from pykubeadm.util.httpupgrade import read_body, request_upgrade, splice
 
 __all__ = ["TUNNEL_PREFIX", "Upstream", "is_tunnel_request", "is_v5_request", "translate_command", "tunnel_portforward"]
 
@@ -35,7 +35,6 @@ __all__ = ["TUNNEL_PREFIX", "Upstream", "is_tunnel_request", "is_v5_request", "t
 
 _KUBERNETES_SUFFIX = ".k8s.io"
 _DIAL_TIMEOUT = 10.0
-_HEAD_LIMIT = 64 * 1024
 _NON_ZERO_EXIT = "NonZeroExitCode"
 
 
@@ -83,25 +82,13 @@ class Upstream:
         except (OSError, TimeoutError) as e:
             raise st.ApiError(500, "", f"error dialing backend: {e}") from None
         try:
-            head = [f"{method} {self.target} HTTP/1.1", f"Host: {self.host}:{self.port}", "Content-Length: 0"]
-            head += [f"{k}: {v}" for k, v in headers]
-            writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-            await writer.drain()
-            code, answer = await read_response_head(reader)
+            code, answer = await request_upgrade(
+                reader, writer, method, self.target, f"{self.host}:{self.port}", headers
+            )
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError) as e:
             writer.close()
             raise st.ApiError(500, "", f"error proxying to {self.url}: {e}") from None
         return code, answer, reader, writer
-
-
-async def read_body(reader: asyncio.StreamReader, headers: list[tuple[str, str]]) -> bytes:
-    """The body of a response that did not upgrade (at most 64 KiB, 10 s)."""
-    length = next((int(v) for k, v in headers if k.lower() == "content-length" and v.isdigit()), None)
-    with contextlib.suppress(asyncio.IncompleteReadError, TimeoutError, ConnectionError):
-        return await asyncio.wait_for(
-            reader.readexactly(min(length, _HEAD_LIMIT)) if length is not None else reader.read(_HEAD_LIMIT), 10
-        )
-    return b""
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str:
