@@ -1,6 +1,7 @@
 """The stream translator's Status relay: the kubelet's v4 Status read as client-go's executor reads it and written as
 kube-apiserver's translator writes it (an exit code stays one, with kube's message; anything else is an internal
-error naming the kubelet's message), and a refused upgrade's body. End to end with kubectl and containerd:
+error naming the kubelet's message), a refused upgrade's body, and which upgrades are translated (v5 exec/attach,
+SPDY-tunnelling port-forward) or pass through (older protocols, SPDY, a gate set to false). End to end with kubectl and containerd:
 tests/integration/cri/test_kubelet_cri_pods.py."""
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ import json
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import make_mocked_request
 
+from pykubeadm.apiserver.handlers.podconnect import route
 from pykubeadm.apiserver.handlers.streamtranslate import _refusal, relay_status
 
 
@@ -68,3 +71,32 @@ def test_a_refused_upgrade_relays_a_status_body_or_names_the_text() -> None:
     assert status["message"] == (
         'Internal error occurred: unable to upgrade connection: container "x" in pod "web" is not available'
     )
+
+
+@pytest.mark.parametrize(
+    ("sub", "headers", "gates", "way"),
+    [
+        ("exec", {"Sec-WebSocket-Protocol": "v5.channel.k8s.io, v4.channel.k8s.io"}, {}, "translate"),
+        ("attach", {"Sec-WebSocket-Protocol": "v5.channel.k8s.io"}, {}, "translate"),
+        ("exec", {"Sec-WebSocket-Protocol": "v4.channel.k8s.io"}, {}, "pass"),  # the Python client's older protocol
+        (
+            "exec",
+            {"Sec-WebSocket-Protocol": "v5.channel.k8s.io"},
+            {"TranslateStreamCloseWebsocketRequests": False},
+            "pass",
+        ),
+        ("portforward", {"Sec-WebSocket-Protocol": "SPDY/3.1+portforward.k8s.io"}, {}, "tunnel"),
+        (
+            "portforward",
+            {"Sec-WebSocket-Protocol": "SPDY/3.1+portforward.k8s.io"},
+            {"PortForwardWebsockets": False},
+            "pass",
+        ),
+        ("portforward", {"Sec-WebSocket-Protocol": "v4.channel.k8s.io"}, {}, "pass"),
+        ("exec", {"Upgrade": "SPDY/3.1", "X-Stream-Protocol-Version": "v4.channel.k8s.io"}, {}, "pass"),
+    ],
+)
+def test_which_upgrades_are_translated(sub: str, headers: dict[str, str], gates: dict[str, bool], way: str) -> None:
+    base = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13"}
+    request = make_mocked_request("GET", f"/api/v1/namespaces/default/pods/web/{sub}", headers={**base, **headers})
+    assert route(sub, gates, request) == way

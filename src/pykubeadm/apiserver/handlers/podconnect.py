@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -44,7 +45,7 @@ from pykubeadm.util.httpupgrade import (
     switch_protocols,
 )
 
-__all__ = ["CONNECT_SUBRESOURCES", "pod_connect"]
+__all__ = ["CONNECT_SUBRESOURCES", "pod_connect", "route"]
 
 #: Subresource → the kubelet's path segment.
 CONNECT_SUBRESOURCES = {"exec": "exec", "attach": "attach", "portforward": "portForward"}
@@ -118,12 +119,22 @@ async def pod_connect(request: web.Request, store: Store) -> web.StreamResponse:
     query = _kubelet_query(request, sub)
     client = state.kubelet_client or KubeletClient(None, None)
     upstream = Upstream(host, port, path + (f"?{urlencode(query)}" if query else ""), client.ssl)
-    gates = state.feature_gates
-    if sub != "portforward" and gates.get(TRANSLATE_GATE, True) and is_v5_request(request):
+    way = route(sub, state.feature_gates, request)
+    if way == "translate":
         return await translate_command(request, upstream, StreamOptions.from_query(request.query))
-    if sub == "portforward" and gates.get(TUNNEL_GATE, True) and is_tunnel_request(request):
+    if way == "tunnel":
         return await tunnel_portforward(request, upstream)
     return await _pass_through(request, upstream)
+
+
+def route(sub: str, gates: Mapping[str, bool], request: web.Request) -> str:
+    """How an upgrade reaches the kubelet: `translate` (WebSocket v5 exec/attach → SPDY), `tunnel` (port-forward's
+    SPDY unwrapped from WebSocket) or `pass` (as it came), as kube-apiserver decides with its feature gates."""
+    if sub != "portforward" and gates.get(TRANSLATE_GATE, True) and is_v5_request(request):
+        return "translate"
+    if sub == "portforward" and gates.get(TUNNEL_GATE, True) and is_tunnel_request(request):
+        return "tunnel"
+    return "pass"
 
 
 async def _pass_through(request: web.Request, upstream: Upstream) -> web.StreamResponse:
