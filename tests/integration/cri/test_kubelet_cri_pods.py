@@ -513,3 +513,25 @@ async def test_delete_within_the_grace_period_leaves_no_container(
     left = await cri.list_containers(api.ContainerFilter(label_selector={"io.kubernetes.pod.uid": uid}))
     assert list(left) == []
     assert await cri.list_pod_sandbox(api.PodSandboxFilter(label_selector={"io.kubernetes.pod.uid": uid})) == []
+
+
+def test_python_client_port_forward_on_a_containerd_pod(api_server: ApiServer, srv: int) -> None:
+    """The official Python client's `portforward` (WebSocket channels, v4.channel.k8s.io) goes through the kubelet to
+    containerd's streaming server as it came."""
+    from kubernetes import client
+    from kubernetes.stream import portforward
+
+    c = api_server.python_client()
+    try:
+        pf = portforward(client.CoreV1Api(c).connect_get_namespaced_pod_portforward, "srv", "default", ports=str(srv))
+        sock = pf.socket(srv)
+        sock.settimeout(30)
+        sock.sendall(b"GET /index.html HTTP/1.0\r\nHost: srv\r\n\r\n")
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+        sock.close()
+        assert reply.startswith(b"HTTP/1.1 200 OK") and reply.endswith(b"forwarded\n"), reply
+        assert pf.error(srv) is None
+    finally:
+        c.close()
