@@ -66,7 +66,7 @@ def _servers(lab_dir: Path) -> dict[str, str]:
 
 def test_with_the_first_control_plane_frozen_kubectl_and_a_join_work(lab: Path) -> None:
     """The first control plane's processes frozen (SIGSTOP: its sockets still accept, nothing answers); its etcd member
-    is the first one, the leader. Until HAProxy's check (inter 1s, fall 2, timeout check 2s) takes its apiserver out,
+    is the first one, the leader. Until HAProxy's check (inter 1s, fall 3, timeout check 2s) takes its apiserver out,
     a request may be routed there and hang; until the two live members have elected a leader, every apiserver's
     /readyz fails its etcd check (kube-apiserver's, too: a quorum read). Both are bounded: wait for them, then kubectl
     works every time and a worker joins."""
