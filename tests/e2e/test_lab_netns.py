@@ -249,10 +249,20 @@ class Web:
 
 @pytest.fixture(scope="module")
 def web(lab: NetnsLab) -> Web:
-    """The issue's Deployment (4 × `python3 -m http.server 80`) behind a NodePort Service on the published port."""
-    lab.kubectl(
-        "create", "deployment", "web", "--image=python:3", "--replicas=4", "--", "python3", "-m", "http.server", "80"
+    """The issue's Deployment (4 × `python3 -m http.server 80`) behind a NodePort Service on the published port. Its
+    Pods stop within a second when deleted: http.server, PID 1 of its container, ignores SIGTERM, so kube's 30 s grace
+    period would be waited out in full (test_deleting_pods_frees_their_ips)."""
+    create = ["create", "deployment", "web", "--image=python:3", "--replicas=4", "--dry-run=client", "-o", "json"]
+    made = json.loads(lab.kubectl(*create, "--", "python3", "-m", "http.server", "80"))
+    made["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1
+    res = subprocess.run(
+        ["kubectl", "--kubeconfig", str(lab.kubeconfig), "create", "-f", "-"],
+        input=json.dumps(made),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
+    assert res.returncode == 0, res.stderr
     lab.kubectl("create", "service", "nodeport", "web", "--tcp=80:80", f"--node-port={NODE_PORT}")
     lab.kubectl("rollout", "status", "deployment/web", "--timeout=120s")
     pods = {}
@@ -326,6 +336,7 @@ kind: Pod
 metadata: {name: hostport}
 spec:
   nodeName: lab-worker
+  terminationGracePeriodSeconds: 1
   containers:
   - name: web
     image: python:3
