@@ -68,9 +68,13 @@ class NetnsLab:
     def kubeconfig(self) -> Path:
         return self.dir / "kubeconfig"
 
-    def kubectl(self, *args: str) -> str:
+    def kubectl(self, *args: str, input: str | None = None) -> str:
         res = subprocess.run(
-            ["kubectl", "--kubeconfig", str(self.kubeconfig), *args], capture_output=True, text=True, timeout=60
+            ["kubectl", "--kubeconfig", str(self.kubeconfig), *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert res.returncode == 0, f"kubectl {' '.join(args)}: {res.stderr}"
         return res.stdout
@@ -255,14 +259,7 @@ def web(lab: NetnsLab) -> Web:
     create = ["create", "deployment", "web", "--image=python:3", "--replicas=4", "--dry-run=client", "-o", "json"]
     made = json.loads(lab.kubectl(*create, "--", "python3", "-m", "http.server", "80"))
     made["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1
-    res = subprocess.run(
-        ["kubectl", "--kubeconfig", str(lab.kubeconfig), "create", "-f", "-"],
-        input=json.dumps(made),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert res.returncode == 0, res.stderr
+    lab.kubectl("create", "-f", "-", input=json.dumps(made))
     lab.kubectl("create", "service", "nodeport", "web", "--tcp=80:80", f"--node-port={NODE_PORT}")
     lab.kubectl("rollout", "status", "deployment/web", "--timeout=120s")
     pods = {}
