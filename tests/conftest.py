@@ -150,6 +150,8 @@ def own_netns() -> Iterator[list[str]]:
     finally:
         holder.kill()
         holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
 
 
 @pytest.fixture(scope="module", autouse=True)
