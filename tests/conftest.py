@@ -61,10 +61,9 @@ SHARED_HOST_RESOURCES: dict[str, tuple[str, ...]] = {
         "tests/e2e/test_ha_external_etcd.py",  # 127.0.36.
         "tests/e2e/test_metrics.py",  # 127.0.36.
         "tests/e2e/test_ha_upgrade.py",  # 127.0.38. (the HA upgrade and the per-node upgrade procedure)
-        "tests/e2e/test_workloads.py",  # 127.0.16.
     ),
     # The other e2e labs, one at a time: the netns labs (nodes in namespaces of their own) and those on prefixes of
-    # their own not in "e2e-labs-2" (admission 127.0.39., HA 127.0.33.). With them:
+    # their own not in "e2e-labs-2" (admission 127.0.39., HA 127.0.33., workloads 127.0.16.). With them:
     # what shares 127.0.10.x with the default lab (test_lab, test_pods): its nodes 127.0.10.1 and up (kubelets
     # :10250/:10248, kube-proxies, etcd) and its Service network 127.96.0.0/16 (ClusterIP listeners with SO_REUSEPORT);
     # the external etcd of `lab stop` uses 127.0.10.241-243. (reset's node of test_reset_processes, kubeadm's default
