@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,15 @@ OFFLINE_SKIP = (
 
 
 def run_pykubeadm(
-    *args: str, root: Path | None = None, check: bool = False, env: dict | None = None, input: str | None = None
+    *args: str,
+    root: Path | None = None,
+    check: bool = False,
+    env: dict | None = None,
+    input: str | None = None,
+    netns: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "pykubeadm"]
+    """The real `pykubeadm ARGS` in a subprocess; `netns`: a command prefix (the `own_netns` fixture's) it runs under."""
+    cmd = [*netns, sys.executable, "-m", "pykubeadm"]
     if root is not None:
         cmd += ["--root-dir", str(root)]
     full_env = {**os.environ, **(env or {})}
@@ -50,20 +57,17 @@ SHARED_HOST_RESOURCES: dict[str, tuple[str, ...]] = {
         "tests/e2e/test_exec_interactive.py",  # the shared lab
         "tests/e2e/test_pods.py",  # the shared lab
         "tests/e2e/test_services.py",  # the shared lab
+        "tests/e2e/test_storage.py",  # the shared lab
         "tests/e2e/test_ha_external_etcd.py",  # 127.0.36.
         "tests/e2e/test_metrics.py",  # 127.0.36.
-        "tests/e2e/test_ha_upgrade.py",  # 127.0.38.
-        "tests/e2e/test_workloads.py",  # 127.0.16.
+        "tests/e2e/test_ha_upgrade.py",  # 127.0.38. (the HA upgrade and the per-node upgrade procedure)
     ),
     # The other e2e labs, one at a time: the netns labs (nodes in namespaces of their own) and those on prefixes of
-    # their own not in "e2e-labs-2" (admission 127.0.39., HA 127.0.33., storage 127.0.35., the upgrade procedure
-    # 127.0.41.). With them:
+    # their own not in "e2e-labs-2" (admission 127.0.39., HA 127.0.33., workloads 127.0.16.). With them:
     # what shares 127.0.10.x with the default lab (test_lab, test_pods): its nodes 127.0.10.1 and up (kubelets
     # :10250/:10248, kube-proxies, etcd) and its Service network 127.96.0.0/16 (ClusterIP listeners with SO_REUSEPORT);
-    # reset's node (test_reset_processes) runs kubeadm's default control plane on 127.0.10.1, which also binds
-    # 127.0.0.1:2379/2381/10257/10259: a unit of its own, as its kubelet on every address keeps every e2e and integration
-    # module off meanwhile anyway (WILDCARD_KUBELET_MODULES; in a stream it would idle while the other stream's module
-    # ends); the external etcd of `lab stop` uses 127.0.10.241-243.
+    # the external etcd of `lab stop` uses 127.0.10.241-243. (reset's node of test_reset_processes, kubeadm's default
+    # control plane on 127.0.10.1 and 127.0.0.1, runs in a network namespace of its own: WILDCARD_KUBELET_MODULES.)
     "e2e-labs": (
         "tests/e2e/",
         "tests/integration/reset/test_remove_etcd_member.py",
@@ -106,7 +110,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 #: Modules whose built-in kubelets listen on every address (an `init` without `node-ip`: :10250 on 0.0.0.0, healthz on
-#: 127.0.0.1:10248, as on a real node): no other kubelet can bind :10250 on any address meanwhile, nor a preflight pass.
+#: 127.0.0.1:10248, as on a real node) and whose control planes bind kubeadm's default ports on 127.0.0.1: they run those
+#: nodes in a network namespace of their own (`own_netns`), where they share no address or port with the host's
+#: kubelets, labs and preflight checks. Where none can be made (not root), such a module runs while no integration or e2e
+#: module runs on another worker (`_kubelet_port_lock`).
 WILDCARD_KUBELET_MODULES = (
     "tests/unit/cli/test_init.py",
     "tests/unit/cli/test_import_cost.py",
@@ -115,17 +122,52 @@ WILDCARD_KUBELET_MODULES = (
 )
 
 
+def own_netns_available() -> bool:
+    """A network namespace of a test's own can be made and entered (root, util-linux's unshare and nsenter)."""
+    return os.geteuid() == 0 and all(shutil.which(tool) for tool in ("unshare", "nsenter", "ip"))
+
+
+@pytest.fixture
+def own_netns() -> Iterator[list[str]]:
+    """A command prefix that runs a command in a network namespace of this test's own, only its loopback (up) in it:
+    the node a command starts there (a kubelet on 0.0.0.0:10250, etcd and the control plane on kubeadm's default ports)
+    binds nothing of the host's. The namespace lives while a holder process (stopped at teardown) or the node's
+    processes (the test's own teardown stops those) are in it. Without root: no prefix (the host's namespace), and the
+    module holds the run's kubelet-port lock instead."""
+    if not own_netns_available():
+        yield []
+        return
+    holder = subprocess.Popen(
+        ["unshare", "--net", "--", "sh", "-c", "ip link set lo up && echo up && exec sleep infinity"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "up\n", "could not bring up the loopback of a new network namespace"
+        yield ["nsenter", f"--net=/proc/{holder.pid}/ns/net", "--"]
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _kubelet_port_lock(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Under xdist: a module of WILDCARD_KUBELET_MODULES runs while no integration or e2e module (kubelets, labs, their
-    preflight checks of :10250 on their own addresses) runs on another worker, and the other way round. A lock file of
-    the run shared by the workers: exclusive for the first, shared for the second, held for the whole module (its
-    module-scoped labs included)."""
+    """Under xdist, where no network namespace of a test's own can be made: a module of WILDCARD_KUBELET_MODULES runs
+    while no integration or e2e module (kubelets, labs, their preflight checks of :10250 on their own addresses) runs on
+    another worker, and the other way round. A lock file of the run shared by the workers: exclusive for the first,
+    shared for the second (which never wait on each other), held for the whole module (its module-scoped labs
+    included). With a namespace of their own (root, as CI runs) the first take no lock: no worker waits for another."""
     if not hasattr(request.config, "workerinput"):
         yield  # one process: one test at a time anyway
         return
     path = request.node.nodeid.split("::", 1)[0]
     if path in WILDCARD_KUBELET_MODULES:
+        if own_netns_available():
+            yield
+            return
         mode = fcntl.LOCK_EX
     elif path.startswith(("tests/integration/", "tests/e2e/")):
         mode = fcntl.LOCK_SH

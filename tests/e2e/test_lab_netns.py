@@ -68,9 +68,13 @@ class NetnsLab:
     def kubeconfig(self) -> Path:
         return self.dir / "kubeconfig"
 
-    def kubectl(self, *args: str) -> str:
+    def kubectl(self, *args: str, input: str | None = None) -> str:
         res = subprocess.run(
-            ["kubectl", "--kubeconfig", str(self.kubeconfig), *args], capture_output=True, text=True, timeout=60
+            ["kubectl", "--kubeconfig", str(self.kubeconfig), *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert res.returncode == 0, f"kubectl {' '.join(args)}: {res.stderr}"
         return res.stdout
@@ -249,10 +253,13 @@ class Web:
 
 @pytest.fixture(scope="module")
 def web(lab: NetnsLab) -> Web:
-    """The issue's Deployment (4 × `python3 -m http.server 80`) behind a NodePort Service on the published port."""
-    lab.kubectl(
-        "create", "deployment", "web", "--image=python:3", "--replicas=4", "--", "python3", "-m", "http.server", "80"
-    )
+    """The issue's Deployment (4 × `python3 -m http.server 80`) behind a NodePort Service on the published port. Its
+    Pods stop within a second when deleted: http.server, PID 1 of its container, ignores SIGTERM, so kube's 30 s grace
+    period would be waited out in full (test_deleting_pods_frees_their_ips)."""
+    create = ["create", "deployment", "web", "--image=python:3", "--replicas=4", "--dry-run=client", "-o", "json"]
+    made = json.loads(lab.kubectl(*create, "--", "python3", "-m", "http.server", "80"))
+    made["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1
+    lab.kubectl("create", "-f", "-", input=json.dumps(made))
     lab.kubectl("create", "service", "nodeport", "web", "--tcp=80:80", f"--node-port={NODE_PORT}")
     lab.kubectl("rollout", "status", "deployment/web", "--timeout=120s")
     pods = {}
@@ -326,6 +333,7 @@ kind: Pod
 metadata: {name: hostport}
 spec:
   nodeName: lab-worker
+  terminationGracePeriodSeconds: 1
   containers:
   - name: web
     image: python:3

@@ -1,5 +1,5 @@
-"""Stateful workloads end to end (issue #35): a lab (a control plane and two workers) with its local-path storage
-addon, the machine's kubectl, real Pod processes. The documentation's StatefulSet (headless Service `nginx`,
+"""Stateful workloads end to end (issue #35): the shared lab (a control plane and two workers) with its local-path
+storage addon, the machine's kubectl, real Pod processes. The documentation's StatefulSet (headless Service `nginx`,
 StatefulSet `web` with the claim template `www`) comes up in order on provisioned volumes pinned to each Pod's node;
 data survives a Pod's deletion; `web-0.nginx` resolves; scale down keeps claims unless whenScaled says Delete;
 reclaim Delete removes the directory and Retain keeps the volume Released; a claim in use waits for its Pod; an
@@ -8,21 +8,15 @@ ephemeral volume's claim lives and dies with its Pod; a partitioned rolling upda
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.e2e.test_lab import Lab, _kill_leftovers
+from tests.e2e.test_lab import Lab
 from tests.e2e.test_pods import wait_for
 from tests.e2e.test_workloads import apply
 
 pytestmark = pytest.mark.e2e
 
-PREFIX = "127.0.35."
-ENV = {**{k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}, "PYKUBEADM_LAB_ADDRESS_PREFIX": PREFIX}
 NODES = ("lab-control-plane", "lab-worker", "lab-worker2")
 #: each replica serves its volume on 8000 + its ordinal (a lab's Pods share their node's address)
 SERVE = (
@@ -31,22 +25,11 @@ SERVE = (
 )
 
 
-def pykubeadm(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pykubeadm", *args], capture_output=True, text=True,
-                          timeout=timeout, env=ENV)  # fmt: skip
-
-
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    lab_dir = tmp_path_factory.mktemp("storage")
-    try:
-        res = pykubeadm("lab", "up", "--topology", "loopback", "--dir", str(lab_dir), "--workers", "2")
-        assert res.returncode == 0, f"lab up failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
-        yield Lab(lab_dir)
-    finally:
-        pykubeadm("lab", "down", "--dir", str(lab_dir))
-        left = _kill_leftovers(lab_dir)
-        assert not left, f"lab down left processes running: {left}"
+def lab(shared_lab: Lab) -> Lab:
+    """The e2e suites' shared lab (tests/e2e/conftest.py): a control plane and two workers, with its local-path storage
+    addon; what this module leaves in `default` (its claims among it) is deleted when it ends."""
+    return shared_lab
 
 
 def get(lab: Lab, *args: str) -> Any:

@@ -88,9 +88,12 @@ def test_stops_the_pid_file_kubelet_and_stray_node_processes(tmp_path: Path, spa
 
 
 @pytest.mark.skipif(not etcd_available(), reason="needs the etcd binary")
-def test_reset_after_offline_init_stops_the_control_plane_and_removes_every_file(tmp_path: Path) -> None:
+def test_reset_after_offline_init_stops_the_control_plane_and_removes_every_file(
+    tmp_path: Path, own_netns: list[str]
+) -> None:
+    # the node (kubeadm's default ports, a kubelet on every address) in a network namespace of the test's own
     root = tmp_path / "node1"
-    res = run_pykubeadm("init", *BASE, f"--skip-phases={OFFLINE_SKIP}", root=root)
+    res = run_pykubeadm("init", *BASE, f"--skip-phases={OFFLINE_SKIP}", root=root, netns=own_netns)
     assert res.returncode == 0, res.stderr
     layout = Layout(root)
     assert kubelet_pid(layout) is not None
@@ -101,7 +104,7 @@ def test_reset_after_offline_init_stops_the_control_plane_and_removes_every_file
     running = node_processes(root)
     assert len(running) >= 3, running
 
-    res = run_pykubeadm("reset", "-f", root=root)
+    res = run_pykubeadm("reset", "-f", root=root, netns=own_netns)
     assert res.returncode == 0, res.stderr
     assert node_processes(root) == []
     for pid in running:

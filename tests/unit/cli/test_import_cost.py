@@ -50,12 +50,12 @@ encryptionAlgorithm: ECDSA-P256
 """
 
 
-def _imported(python_args: list[str], timeout: float = 60) -> set[str]:
+def _imported(python_args: list[str], timeout: float = 60, netns: list[str] | None = None) -> set[str]:
     """The modules `python -X importtime ARGS` imports (as -X importtime names them: a module imported through
-    importlib.import_module is not listed itself, only what it imports with `import`)."""
+    importlib.import_module is not listed itself, only what it imports with `import`); run under the `netns` prefix."""
     env = {k: v for k, v in os.environ.items() if k != "PYKUBEADM_ROOT_DIR"}
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", *python_args],
+        [*(netns or []), sys.executable, "-X", "importtime", *python_args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -72,8 +72,8 @@ def _imported(python_args: list[str], timeout: float = 60) -> set[str]:
     return names
 
 
-def imported_modules(*args: str, timeout: float = 60) -> set[str]:
-    names = _imported(["-m", "pykubeadm", *args], timeout)
+def imported_modules(*args: str, timeout: float = 60, netns: list[str] | None = None) -> set[str]:
+    names = _imported(["-m", "pykubeadm", *args], timeout, netns)
     assert "pykubeadm.cli.main" in names, sorted(names)
     return names
 
@@ -95,8 +95,9 @@ def test_a_command_that_needs_the_config_api_still_gets_it():
     assert "msgspec" in names and "pykubeadm.api.v1beta4" in names
 
 
-def test_offline_init_imports_only_the_phases_it_runs(tmp_path: Path) -> None:
-    # certs, kubeconfig, etcd, control-plane and kubelet-start: files under the root and the built-in kubelet.
+def test_offline_init_imports_only_the_phases_it_runs(tmp_path: Path, own_netns: list[str]) -> None:
+    # certs, kubeconfig, etcd, control-plane and kubelet-start: files under the root and the built-in kubelet (in a
+    # network namespace of the test's own, with its control plane).
     root = tmp_path / "node1"
     config = tmp_path / "config.yaml"
     config.write_text(CONFIG)
@@ -109,6 +110,7 @@ def test_offline_init_imports_only_the_phases_it_runs(tmp_path: Path) -> None:
             "--config",
             str(config),
             timeout=120,
+            netns=own_netns,
         )
     finally:
         stop_kubelet(Layout(root=root))

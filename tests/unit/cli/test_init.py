@@ -14,9 +14,9 @@ def _files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()} if root.exists() else set()
 
 
-def test_offline_init_writes_kubeadms_files_without_root(tmp_path: Path) -> None:
-    root = tmp_path / "node1"
-    res = run_pykubeadm("init", *BASE, f"--skip-phases={OFFLINE_SKIP}", root=root)
+def test_offline_init_writes_kubeadms_files_without_root(tmp_path: Path, own_netns: list[str]) -> None:
+    root = tmp_path / "node1"  # its kubelet and control plane run in a network namespace of the test's own
+    res = run_pykubeadm("init", *BASE, f"--skip-phases={OFFLINE_SKIP}", root=root, netns=own_netns)
     assert res.returncode == 0, res.stderr
     files = _files(root)
     for f in [

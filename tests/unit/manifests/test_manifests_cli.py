@@ -79,10 +79,10 @@ scheduler:
 """
 
 
-def run(root: Path, *args: str, cfg: Path) -> subprocess.CompletedProcess[str]:
+def run(root: Path, *args: str, cfg: Path, netns: list[str] | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     return subprocess.run(
-        [*CMD, "--root-dir", str(root), "init", "phase", *args, "--config", str(cfg)],
+        [*(netns or []), *CMD, "--root-dir", str(root), "init", "phase", *args, "--config", str(cfg)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -207,9 +207,9 @@ def test_variant_config_with_patch(tmp_path: Path) -> None:
     assert not (root / "etc/kubernetes/manifests/etcd.yaml").exists()
 
 
-def test_kubelet_start_writes_files(tmp_path: Path, default_cfg: Path) -> None:
-    root = tmp_path / "root"
-    r = run(root, "kubelet-start", cfg=default_cfg)
+def test_kubelet_start_writes_files(tmp_path: Path, default_cfg: Path, own_netns: list[str]) -> None:
+    root = tmp_path / "root"  # its kubelet runs in a network namespace of the test's own
+    r = run(root, "kubelet-start", cfg=default_cfg, netns=own_netns)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[:2] == [
         '[kubelet-start] Writing kubelet environment file with flags to file "/var/lib/kubelet/kubeadm-flags.env"',
