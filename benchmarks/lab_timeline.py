@@ -7,7 +7,9 @@ and serve, when the control plane's Node registers (the kubelet retries 0.1 s, 0
 kube-apiserver costs a whole retry), init's phases, and each worker's CSR, certificate and registration.
 With `--join`, the lab then waits until its Pods run and adds one more node (`lab join`), timed on its own clock
 (`join_events`, seconds since that command started).
-Run: .venv/bin/python benchmarks/lab_timeline.py [--workers 2] [--join]
+A network-namespace lab's Pod network is on it too: each node's podCIDR allocated, the kindnet Pods bound, each
+kindnetd started and writing its node's conflist, each kubelet loading it (the Node turns Ready then).
+Run: .venv/bin/python benchmarks/lab_timeline.py [--workers 2] [--join] [--topology netns] [--runtime builtin]
 """
 
 from __future__ import annotations
@@ -31,12 +33,20 @@ _KUBELET = {
     "client certificate received": r"client certificate rotated",
     "Node registered": r"Successfully registered node",
     "container started": r"started container (\S+)",
+    "CNI configuration loaded": r"CNI network '\S+' from",
 }
 #: The control plane's components and the line that says they serve.
 _SERVING = {
     "kube-apiserver": r"Serving securely",
     "kube-controller-manager": r"serving securely",
     "kube-scheduler": r"serving securely",
+}
+#: Container log lines on the Pod network's path (a network-namespace lab): a node's podCIDR allocated, a kindnet Pod
+#: bound, each kindnetd started and writing its node's conflist (every occurrence).
+_NETWORK = {
+    "kube-controller-manager": r"set podCIDRs \S+ on node \S+",
+    "kube-scheduler": r"bound pod kube-system/kindnet-\S+ to node \S+",
+    "kindnet-cni": r"kindnetd for node \S+|wrote \S+ for pod CIDRs",
 }
 
 
@@ -75,6 +85,15 @@ def _serving_events(node: Path) -> list[tuple[float, str]]:
     return out
 
 
+def _network_events(node: Path) -> list[tuple[float, str]]:
+    out = []
+    for container, pattern in _NETWORK.items():
+        for log in (node / "var/log/pods").glob(f"kube-system_*/{container}/*.log"):
+            for m in re.finditer(r"^(\S+) std\w+ [FP] .*?(" + pattern + ")", log.read_text(errors="replace"), re.M):
+                out.append((_epoch(m.group(1)), f"{node.name} {container}: {m.group(2)}"))
+    return out
+
+
 def _lines(proc: Any, prefix: str) -> list[tuple[float, str]]:
     """The time each of a command's output lines that begins with `[` arrived."""
     assert proc.stdout is not None
@@ -106,6 +125,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--join", action="store_true", help="then time one `lab join` into the settled lab")
+    ap.add_argument("--topology", default=None, help="netns or loopback (default: lab up's choice)")
+    ap.add_argument("--runtime", default=None, help="builtin or containerd (default: lab up's choice)")
     args = ap.parse_args()
     join: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="lab-timeline") as tmp:
@@ -119,6 +140,8 @@ def main() -> None:
             str(args.workers),
             "--dir",
             str(lab),
+            *(["--topology", args.topology] if args.topology else []),
+            *(["--runtime", args.runtime] if args.runtime else []),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
@@ -131,7 +154,7 @@ def main() -> None:
             up = time.time() - t0
             nodes = [p for p in sorted(lab.iterdir()) if (p / "var/log/pykubeadm").is_dir()]
             for node in nodes:
-                events += _kubelet_events(node) + _serving_events(node)
+                events += _kubelet_events(node) + _serving_events(node) + _network_events(node)
             if args.join and code == 0:
                 join = _timed_join(lab, {p.name for p in nodes})
         finally:

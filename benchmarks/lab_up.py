@@ -13,6 +13,9 @@ lab used until the join returned) is the load-independent cost. The speed of the
 has measured 30 % slower an hour later on the same idle VM): `reference_s` times, before each run, a fixed piece of
 what a lab spends its CPU on (a new interpreter importing aiohttp's server, cryptography's x509, yaml and click), and
 `lab_up_per_reference` is the median of lab up / reference over the runs, comparable across machines and hours.
+`lab_up_cpu_*` is the CPU time of `lab up` itself (the command with the init and joins it waited for, and every
+process of the lab it left running — kubelets, control plane, Pods — as they are when it returns; `--up-only` skips
+the joins), a figure the other tenants of a shared machine change little; `lab_up_cpu_per_reference` as above.
 Each node runtime of a network-namespace lab is measured (`--runtime containerd,builtin`, the default; a loopback lab
 is builtin only): with containerd, `containerds_pss_mb` is the nodes' containerds' PSS and `lab_pss_mb` every lab
 process's, both when `lab up` has returned, before the joins (targets: a containerd lab up <= 2.5 s median, its PSS
@@ -32,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -83,12 +87,35 @@ def _role(args: list[str]) -> str:
     return " ".join(args[:4])
 
 
-def _cpu_s(pid: int) -> float:
+def _cpu_s(pid: int, waited_children: bool = False) -> float:
+    """CPU seconds (user + system) of the process; with `waited_children`, of the children it has waited for too."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if waited_children else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _in_lab_namespaces(lab_dir: Path) -> set[int]:
+    """The pids of processes in a network-namespace lab's namespaces (its nodes', the bridge's): the nodes' Pods
+    whose arguments do not name the lab dir."""
+    inodes = {os.stat(p).st_ino for p in lab_dir.glob(".lab/netns/*/net") if os.path.ismount(p)}
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and inodes:
+            try:
+                if os.stat(entry / "ns/net").st_ino in inodes:
+                    found.add(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _lab_cpu_s(lab_dir: Path) -> float:
+    """CPU seconds every process of the lab has spent so far, with the children each has waited for."""
+    pids = set(_processes(lab_dir)) | _in_lab_namespaces(lab_dir)
+    return sum(_cpu_s(pid, waited_children=True) for pid in pids)
 
 
 def _status_mb(pid: int, file: str, key: str) -> float | None:
@@ -148,24 +175,28 @@ def _reference_s() -> float:
     return statistics.median(times)
 
 
-def one_run(workers: int, topology: str, runtime: str) -> dict[str, Any]:
+def one_run(workers: int, topology: str, runtime: str, joins: bool = True) -> dict[str, Any]:
     reference = _reference_s()
     with tempfile.TemporaryDirectory(prefix="lab-bench") as tmp:
         lab_dir = Path(tmp) / "lab"
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         res = _pykubeadm(
             "lab", "up", "--topology", topology, "--runtime", runtime, "--workers", str(workers), "--dir", str(lab_dir)
         )
         up = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # the `lab up` command with what it waited for (init, the joins), and every process it left running
+        up_cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime + _lab_cpu_s(lab_dir)
         try:
             if res.returncode != 0:
                 raise SystemExit(f"lab up failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
             at_up = {role: _pss_mb(pid) for pid, role in _processes(lab_dir).items()}  # the lab as `up` made it
-            timed = []
-            for _ in range(2):
+            timed = [float("nan"), float("nan")]
+            for i in range(2 if joins else 0):
                 t1 = time.perf_counter()
                 res = _pykubeadm("lab", "join", "--dir", str(lab_dir))
-                timed.append(time.perf_counter() - t1)
+                timed[i] = time.perf_counter() - t1
                 if res.returncode != 0:
                     raise SystemExit(f"lab join failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
                 _settle(lab_dir)
@@ -189,6 +220,7 @@ def one_run(workers: int, topology: str, runtime: str) -> dict[str, Any]:
         return {
             "reference_s": reference,
             "up_s": up,
+            "up_cpu_s": up_cpu,
             "join_s": join,
             "join_after_up_s": join_after_up,
             "lab_processes_cpu_s": cpu,
@@ -263,6 +295,7 @@ def main() -> None:
     )
     ap.add_argument("--down-runs", type=int, default=5)
     ap.add_argument("--down-only", action="store_true", help="time only `lab down`")
+    ap.add_argument("--up-only", action="store_true", help="time `lab up` only (no joins: their figures are NaN)")
     args = ap.parse_args()
     load_start = os.getloadavg()
     if args.down_only:
@@ -276,7 +309,10 @@ def main() -> None:
         for r in args.runtime.split(",")
         if t == "netns" or r == "builtin"  # a loopback lab runs the built-in runtime only
     ]
-    by_topology = {f"{t}/{r}": _summary([one_run(args.workers, t, r) for _ in range(args.runs)]) for t, r in labs}
+    by_topology = {
+        f"{t}/{r}": _summary([one_run(args.workers, t, r, joins=not args.up_only) for _ in range(args.runs)])
+        for t, r in labs
+    }
     first = next(iter(by_topology.values()))
     down = _down_figures(args.down_runs) if args.down_runs > 0 else {}
     print(
@@ -314,6 +350,9 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "lab_up_runs_s": [round(x, 3) for x in ups],
         "reference_s": [round(float(r["reference_s"]), 3) for r in runs],
         "lab_up_per_reference": round(statistics.median(float(r["up_s"] / r["reference_s"]) for r in runs), 1),
+        "lab_up_cpu_median_s": round(statistics.median(float(r["up_cpu_s"]) for r in runs), 2),
+        "lab_up_cpu_runs_s": [round(float(r["up_cpu_s"]), 2) for r in runs],
+        "lab_up_cpu_per_reference": round(statistics.median(float(r["up_cpu_s"] / r["reference_s"]) for r in runs), 1),
         "join_median_s": round(statistics.median(joins), 3),
         "join_runs_s": [round(x, 3) for x in joins],
         "join_after_up_median_s": round(statistics.median(joins_busy), 3),

@@ -105,6 +105,8 @@ FORKED_COMPONENTS = ("kube-proxy", "coredns", "kindnetd")
 #: What those components import when they run: what the lab asks the zygote to import ahead (`preload`).
 ADDON_MODULES = (
     "pykubeadm.cli.component",
+    "pykubeadm.util.lazytls",  # what `component` imports aiohttp with
+    "concurrent.futures.thread",  # asyncio.to_thread's executor: kindnetd's first sync (its conflist) runs in it
     "lightkube",
     "pykubeadm.client",
     "pykubeadm.util.aiohttptransport",

@@ -9,8 +9,10 @@ An HA lab (`--control-planes M` > 1, or an external etcd) follows kubeadm's HA g
 address is the controlPlaneEndpoint (lab.loadbalancer), the first control plane is made by `init --upload-certs`, the
 others by `join --control-plane --certificate-key` one at a time (etcd admits one learner at a time), each added to
 the load balancer once it has joined. A network-namespace lab's Pods get their own addresses: its kubelets run with
-`--cni-conf-dir` and the lab applies the kindnet addon after `init` (lab.addons). The lab's settings are in `.lab/lab.yaml`, its nodes in `.lab/nodes.yaml`, the
-CA's public key pin for the joins in `.lab/ca-cert-hash` (beside the digest of the CA certificate it belongs to).
+`--cni-conf-dir` and the lab applies the kindnet addon (lab.addons) as soon as `init` has made the joins' token, while
+init applies its own addons and the nodes join. The lab's settings are in `.lab/lab.yaml`, its nodes in
+`.lab/nodes.yaml`, the CA's public key pin for the joins in `.lab/ca-cert-hash` (beside the digest of the CA
+certificate it belongs to).
 
 The joins are forked rather than exec'd, their modules imported once: `up` forks them from the lab process
 (lab.forkcli), `lab join` has the lab's kubelet zygote fork it (kubelet.zygote), each with its node's warm kubelet.
@@ -67,6 +69,8 @@ from pykubeadm.util.namespaces import nsenter_prefix
 from pykubeadm.util.yamlload import load_yaml, load_yaml_all
 
 if TYPE_CHECKING:
+    from lightkube import Client
+
     from pykubeadm.kubelet.zygote import Command
 
 __all__ = [
@@ -88,8 +92,7 @@ __all__ = [
 
 Out = Callable[[str], None]
 _READY_TIMEOUT = 180.0
-#: How often wait_ready lists the Nodes; how often it looks at the joins while they run, and lists the Nodes then.
-_POLL = 0.05
+#: How often wait_ready looks at the joins while they run, and lists the Nodes then.
 _CHILD_POLL = 0.02
 _POLL_WHILE_JOINING = 0.25
 #: --datastore values: the embedded SQLite store, stacked etcd members, a separate 3-member etcd cluster.
@@ -276,37 +279,44 @@ def _apply_addons(lab_dir: Path, addons: tuple[str, ...], out: Out) -> None:
 def wait_ready(
     lab_dir: Path, names: list[str], out: Out, timeout: float = _READY_TIMEOUT, joins: Joins | None = None
 ) -> None:
-    """Poll the API until every named Node is Ready and every join in `joins` has ended (each reported as it ends;
-    a failed one is an error once the others have ended). Polling begins while the joins still run: the first request
-    (a new TLS connection, lazy imports) is then out of the way when they end."""
+    """Wait until every join in `joins` has ended (each reported as it ends; a failed one is an error once the others
+    have ended) and every named Node is Ready. While joins run it looks at them often and lists the Nodes now and
+    then: the first request (a new TLS connection, lazy imports) is then out of the way when they end. Then it watches
+    each Node that is not Ready yet until it is (a network-namespace lab's Nodes wait for their Pod network)."""
     from lightkube.resources.core_v1 import Node
 
-    from pykubeadm.client import sync_client
+    from pykubeadm.client import sync_client, wait_for_sync
 
     pending = dict(joins or {})
     failed: list[LabNode] = []
     deadline = time.monotonic() + timeout
     last = ""
     with sync_client(admin_kubeconfig(lab_dir)) as client:
+        ready: set[str | None] = set()
         next_poll = 0.0
-        while True:
-            had_pending = bool(pending)
+        while pending:
             _reap_joins(pending, failed, out, block=False)
-            now = time.monotonic()
-            if now >= next_poll or (had_pending and not pending):  # a join just ended: look at once
+            if time.monotonic() >= next_poll or not pending:  # a join just ended: look at once
                 try:
                     ready = {n.metadata.name for n in client.list(Node) if n.metadata is not None and is_ready(n)}
                     missing = [n for n in names if n not in ready]
-                    if not missing and not pending:
-                        return
                     last = f"not Ready yet: {', '.join(missing)}" if missing else "joins still running"
                 except Exception as err:  # the API may still be settling
                     last = str(err)
-                # while joins run, their own end is what to wait for: look at the API less often
-                next_poll = time.monotonic() + (_POLL_WHILE_JOINING if pending else _POLL)
+                next_poll = time.monotonic() + _POLL_WHILE_JOINING
             if time.monotonic() > deadline:
                 raise KubeadmError(f"lab: nodes did not become Ready within {timeout:g}s ({last})")
-            time.sleep(_CHILD_POLL if pending else _POLL)
+            if pending:
+                time.sleep(_CHILD_POLL)
+        for name in names:
+            if name in ready:
+                continue
+            try:
+                wait_for_sync(client, Node, name, is_ready, timeout=max(deadline - time.monotonic(), 0.001))
+            except TimeoutError:
+                raise KubeadmError(
+                    f"lab: nodes did not become Ready within {timeout:g}s (not Ready yet: {name})"
+                ) from None
 
 
 def parse_image_flags(flags: tuple[str, ...] | list[str]) -> dict[str, list[str]]:
@@ -506,19 +516,22 @@ def lab_up(
         write_image_map(node, image_map or {})
         procs[node.name] = (node, _start_join(node, endpoint, token, ca_hash))
     release_prewarmed_kubelets()  # each forked join has its own
-    _import_api_client()  # while init and the joins run
+    held: list[str] = []  # the lab's lines, said once init's output has ended
+    try:
+        _install_early(lab_dir, cp, endpoint, settings.api_server_port, netns, held.append)
+    except BaseException:
+        init.wait()  # nothing of the lab goes on behind the error
+        for _, proc in procs.values():
+            proc.wait()
+        raise
     init_code = init.wait()  # init's output ends before the lab's own
     for node, _ in procs.values():
         out(f"[lab] Joining {node.name} on {node.address}")
+    for line in held:
+        out(line)
     if init_code != 0:
         _wait_joins(procs, out)
         raise init_failed()
-    topology.write_host_kubeconfig(lab_dir, Layout(cp.root).admin_kubeconfig, settings.api_server_port)
-    from pykubeadm.lab.addons import install_addons
-
-    if netns:  # first: the nodes are NotReady until it runs
-        _install_pod_network(lab_dir, cp, endpoint, out)
-    install_addons(admin_kubeconfig(lab_dir), out)
     if registry:
         _publish_registry(lab_dir, out)
     _apply_addons(lab_dir, addons, out)
@@ -541,14 +554,29 @@ def lab_up(
     return nodes
 
 
-def _install_pod_network(lab_dir: Path, cp: LabNode, endpoint: str, out: Out) -> None:
-    """A network-namespace lab's Pod network, after `init` as kubeadm's output asks ("You should now deploy a pod
-    network to the cluster"): say what the first control plane reports until then, then apply kindnet."""
+def _install_early(lab_dir: Path, cp: LabNode, endpoint: str, api_server_port: int, netns: bool, out: Out) -> None:
+    """Once init has registered and marked its Node and made the joins' token (the joins start then), while init
+    applies its own addons and the nodes join: the host's kubeconfig, a network-namespace lab's Pod network, and the
+    local-path storage addon. The Pod network first: every node is NotReady until its kindnetd has written the node's
+    conflist, which a node that registers later gets from the DaemonSet at once (kind applies kindnet right after init;
+    the lab does not wait for init's last phases, which are not on the Pod network's path)."""
+    from pykubeadm.client import sync_client
+    from pykubeadm.lab.addons import install_addons
+
+    topology.write_host_kubeconfig(lab_dir, Layout(cp.root).admin_kubeconfig, api_server_port)
+    with sync_client(admin_kubeconfig(lab_dir)) as client:
+        if netns:
+            _install_pod_network(client, cp, endpoint, out)
+        install_addons(client, out)
+
+
+def _install_pod_network(client: Client, cp: LabNode, endpoint: str, out: Out) -> None:
+    """A network-namespace lab's Pod network, as kubeadm's output asks ("You should now deploy a pod network to the
+    cluster"): say what the first control plane reports until then, then apply kindnet."""
     from pykubeadm.lab.addons import install_network_addon, ready_condition
 
-    kubeconfig = admin_kubeconfig(lab_dir)
-    out(f"[lab] {cp.name} before the Pod network: {ready_condition(kubeconfig, cp.name)}")
-    install_network_addon(kubeconfig, POD_SUBNET, endpoint, out)
+    out(f"[lab] {cp.name} before the Pod network: {ready_condition(client, cp.name)}")
+    install_network_addon(client, POD_SUBNET, endpoint, out)
 
 
 def _publish_registry(lab_dir: Path, out: Out) -> None:
