@@ -151,8 +151,8 @@ def run(n: int, steady: float, runtime: str = "builtin") -> dict[str, Any]:
         lab_dir = Path(tmp) / "lab"
         try:
             _lab_up(lab_dir, runtime)
-            admin = lab_dir / "lab-control-plane/etc/kubernetes/admin.conf"
-            api = config.new_client_from_config(str(admin))
+            # the host's kubeconfig: the API server published on 127.0.0.1 (a netns lab's own addresses are inside it)
+            api = config.new_client_from_config(str(lab_dir / "kubeconfig"))
             v1 = client.CoreV1Api(api)
             kubelet = int((lab_dir / "lab-worker/var/run/pykubeadm/kubelet.pid").read_text())
             watcher = Watcher(api, client)

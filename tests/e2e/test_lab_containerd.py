@@ -1,10 +1,14 @@
 """A containerd lab end to end (`lab up --runtime containerd --registry`, one control plane and one worker): each
 node's own containerd in the node's network namespace answering CRI with kubeadm's pause image preloaded and
 kubeadm's criSocket pointing at it, `lab load` of a docker archive built here (Debian's busybox-static packed with
-umoci, converted with skopeo) into every node, the lab's registry published on 127.0.0.1:5001 taking a push and
-serving `localhost:5001/busybox` to a node's containerd through CRI PullImage, kind's local-registry-hosting
-ConfigMap, a Deployment of that image run by the kubelet through CRI (`containerd://` IDs), and `lab down` leaving no
-containerd, registry, shim, mount or namespace."""
+umoci, converted with skopeo) into every node and a Pod of it with `imagePullPolicy: Never` (its output through
+`kubectl logs`), the lab's registry published on 127.0.0.1:5001 taking a push and serving `localhost:5001/busybox` to
+a node's containerd through CRI PullImage, kind's local-registry-hosting ConfigMap, the issue's Deployment of that
+image (`httpd -f -p 80`, 3 replicas) run by the kubelet through CRI (`containerd://` IDs) behind a ClusterIP Service
+that answers a Pod, `kubectl exec -i` (1.33 and 1.27) answering line by line, `kubectl port-forward` on the host's
+127.0.0.1, `kubectl delete` leaving no container (ListContainers); a second registry with htpasswd auth on the lab
+network (a test's: the lab's registry stays open, as kind's) refusing a Pod without a pull secret with its 401 and
+serving one with it; and `lab down` leaving no containerd, registry, shim, mount or namespace."""
 
 from __future__ import annotations
 
@@ -232,7 +236,8 @@ def test_a_service_answers_from_a_pod(lab: ContainerdLab, web: Web) -> None:
     for url in (f"http://{cluster_ip}/", "http://web/"):
 
         def get(url: str = url) -> str | None:
-            res = lab.run_kubectl("exec", client, "--", "wget", "-q", "-T", "5", "-O", "-", url)
+            # busybox's `timeout`, not wget's -T (which crashes Debian's static busybox)
+            res = lab.run_kubectl("exec", client, "--", "timeout", "5", "wget", "-q", "-O", "-", url)
             return res.stdout.strip() if res.returncode == 0 else None
 
         # kube-proxy's rules and CoreDNS may follow the Service by a moment
@@ -408,14 +413,17 @@ def test_a_registry_with_htpasswd_auth_wants_the_pull_secret(lab: ContainerdLab,
 
 
 def test_kubectl_delete_leaves_no_container(lab: ContainerdLab, web: Web) -> None:
-    """kubectl delete of the Deployment: its Pods go, and no container or sandbox of theirs is left on any node's
-    containerd (ListContainers, ListPodSandbox by the Pod's UID label)."""
+    """kubectl delete of the Deployment's Pods returns once they are gone, and no container or sandbox of theirs is
+    left on any node's containerd (ListContainers, ListPodSandbox by the Pod's UID label)."""
     from pykubeadm.cri.v1 import api_pb2 as api
 
     uids = [p["metadata"]["uid"] for p in web.pods.values()]
     lab.kubectl("delete", "service", "web")
-    lab.kubectl("delete", "deployment", "web")
-    lab.kubectl("wait", "--for=delete", "pod", "-l", "app=web", "--timeout=60s")
+    # the Pods themselves with a short grace period (httpd as PID 1 ignores SIGTERM: the kubelet kills it after it)
+    lab.kubectl("delete", "deployment", "web", "--cascade=orphan")
+    lab.kubectl("delete", "replicaset", "-l", "app=web", "--cascade=orphan")
+    lab.kubectl("delete", "pod", *web.pods, "--grace-period=2")  # kubectl waits until they are gone
+    assert lab.kubectl("get", "pods", "-l", "app=web", "-o", "name") == ""
     for node in NODES:
         for uid in uids:
             selector = {"io.kubernetes.pod.uid": uid}
