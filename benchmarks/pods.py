@@ -50,6 +50,12 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _machine_busy_seconds() -> float:
+    """CPU time the whole machine spent not idle (all cores, every process: other work on the machine included)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def _rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -166,14 +172,21 @@ def run(n: int, steady: float, runtime: str = "builtin") -> dict[str, Any]:
                 created[body["metadata"]["name"]] = time.monotonic()
                 v1.create_namespaced_pod("default", body)
 
-            t0, cpu_start = time.monotonic(), _cpu_seconds(kubelet)
+            containerd = int((lab_dir / ".lab/lab-worker-containerd.pid").read_text()) if runtime == "cri" else None
+            t0, cpu_start, busy_start = time.monotonic(), _cpu_seconds(kubelet), _machine_busy_seconds()
+            containerd_start = _cpu_seconds(containerd) if containerd else 0.0
             with ThreadPoolExecutor(8) as pool:
                 list(pool.map(create, range(n)))
             deadline = time.monotonic() + 300
             while len(watcher.ready) < n and time.monotonic() < deadline:
                 time.sleep(0.05)
             all_ready = time.monotonic() - t0
-            cpu_per_start_ms = (_cpu_seconds(kubelet) - cpu_start) / max(1, len(watcher.ready)) * 1000
+            started = max(1, len(watcher.ready))
+            cpu_per_start_ms = (_cpu_seconds(kubelet) - cpu_start) / started * 1000
+            machine_per_start_ms = (_machine_busy_seconds() - busy_start) / started * 1000
+            containerd_per_start_ms = (
+                (_cpu_seconds(containerd) - containerd_start) / started * 1000 if containerd else 0
+            )
             latencies = [watcher.ready[k] - created[k] for k in created if k in watcher.ready]
             kubelet_part = [watcher.ready[k] - watcher.bound[k] for k in created if k in watcher.ready]
             time.sleep(5.0)  # settle, then measure steady state
@@ -199,6 +212,8 @@ def run(n: int, steady: float, runtime: str = "builtin") -> dict[str, Any]:
                 "bound_to_ready_p99_s": round(_pct(kubelet_part, 0.99), 3) if kubelet_part else None,
                 "delete_to_all_gone_s": round(delete_all, 3),
                 "kubelet_cpu_ms_per_pod_start": round(cpu_per_start_ms, 1),
+                "machine_busy_cpu_ms_per_pod_start": round(machine_per_start_ms, 1),
+                **({"containerd_cpu_ms_per_pod_start": round(containerd_per_start_ms, 1)} if containerd else {}),
                 "kubelet_steady_cpu_pct_of_core": round(cpu, 2),
                 "kubelet_rss_mb": round(rss, 1),
                 "kubelet_idle_rss_mb": round(idle_rss, 1),
