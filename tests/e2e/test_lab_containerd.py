@@ -1,18 +1,24 @@
 """A containerd lab end to end (`lab up --runtime containerd --registry`, one control plane and one worker): each
 node's own containerd in the node's network namespace answering CRI with kubeadm's pause image preloaded and
 kubeadm's criSocket pointing at it, `lab load` of a docker archive built here (Debian's busybox-static packed with
-umoci, converted with skopeo) into every node, the lab's registry published on 127.0.0.1:5001 taking a push and
-serving `localhost:5001/busybox` to a node's containerd through CRI PullImage, kind's local-registry-hosting
-ConfigMap, a Deployment of that image run by the kubelet through CRI (`containerd://` IDs), and `lab down` leaving no
-containerd, registry, shim, mount or namespace."""
+umoci, converted with skopeo) into every node and a Pod of it with `imagePullPolicy: Never` (its output through
+`kubectl logs`), the lab's registry published on 127.0.0.1:5001 taking a push and serving `localhost:5001/busybox` to
+a node's containerd through CRI PullImage, kind's local-registry-hosting ConfigMap, the issue's Deployment of that
+image (`httpd -f -p 80`, 3 replicas) run by the kubelet through CRI (`containerd://` IDs) behind a ClusterIP Service
+that answers a Pod, `kubectl exec -i` (1.33 and 1.27) answering line by line, `kubectl port-forward` on the host's
+127.0.0.1, `kubectl delete` leaving no container (ListContainers); a second registry with htpasswd auth on the lab
+network (a test's: the lab's registry stays open, as kind's) refusing a Pod without a pull secret with its 401 and
+serving one with it; and `lab down` leaving no containerd, registry, shim, mount or namespace."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import subprocess
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,13 +26,18 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.e2e.test_exec_interactive import _Lines
 from tests.e2e.test_lab import _processes_under, pykubeadm
 from tests.e2e.test_lab_netns import _host_state, netns_lab_up
+from tests.e2e.test_pods import wait_for
 
 from pykubeadm import constants as c
 from pykubeadm.cri.client import CRIClient
+from pykubeadm.lab import network
 from pykubeadm.layout import Layout
+from pykubeadm.testing.etcd import free_port
 from pykubeadm.testing.images import BUSYBOX
+from pykubeadm.util.child import terminate_child
 
 pytestmark = [
     pytest.mark.e2e,
@@ -40,6 +51,8 @@ pytestmark = [
 
 NODES = ["lab-control-plane", "lab-worker"]
 LOADED = "pykubeadm.test/loaded:1.0"
+#: kubectl by minor: 1.33 execs over WebSocket, 1.27 over SPDY (the machine's kubectl picks the server's minor).
+KUBECTL = {minor: f"/usr/lib/google-cloud-sdk/bin/kubectl.1.{minor}" for minor in (33, 27)}
 
 
 @dataclass
@@ -58,12 +71,21 @@ class ContainerdLab:
 
         return asyncio.run(run())
 
-    def kubectl(self, *args: str) -> str:
-        res = subprocess.run(
-            ["kubectl", "--kubeconfig", str(self.dir / "kubeconfig"), *args], capture_output=True, text=True, timeout=60
-        )
+    def run_kubectl(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        argv = ["kubectl", "--kubeconfig", str(self.dir / "kubeconfig"), *args]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=90, input=input)
+
+    def kubectl(self, *args: str, input: str | None = None) -> str:
+        res = self.run_kubectl(*args, input=input)
         assert res.returncode == 0, f"kubectl {' '.join(args)}: {res.stderr}"
         return res.stdout
+
+
+@dataclass
+class Web:
+    """The Deployment's Pods (name → the Pod as it was Ready)."""
+
+    pods: dict[str, dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
@@ -169,27 +191,244 @@ def test_an_image_pushed_to_the_lab_registry_is_pulled_by_a_node(lab: Containerd
     assert image is not None and "localhost:5001/busybox:latest" in image.repo_tags
 
 
-def test_a_deployment_of_the_pushed_image_runs_on_the_nodes_containerd(lab: ContainerdLab, busybox: str) -> None:
-    """kubectl create deployment of `localhost:5001/busybox` (pushed to the lab's registry): every replica Ready,
-    run by containerd (`containerd://` IDs), on the worker's Pod network."""
-    import time
-
+@pytest.fixture(scope="module")
+def web(lab: ContainerdLab, busybox: str) -> Web:
+    """The issue's Deployment of the image pushed to the lab's registry, every replica Ready, each serving a page
+    naming its Pod (written with kubectl exec: busybox's httpd serves its working directory, /)."""
     _skopeo("--dest-tls-verify=false", busybox, "docker://127.0.0.1:5001/busybox:latest")
     lab.kubectl(
-        "create", "deployment", "web", "--image=localhost:5001/busybox", "--replicas=2", "--", "httpd", "-f", "-p", "80"
+        "create", "deployment", "web", "--image=localhost:5001/busybox", "--replicas=3", "--", "httpd", "-f", "-p", "80"
     )
-    deadline = time.monotonic() + 120
-    while True:
-        pods = json.loads(lab.kubectl("get", "pods", "-l", "app=web", "-o", "json"))["items"]
+
+    def ready() -> list[dict[str, Any]] | None:
+        pods = [
+            p
+            for p in json.loads(lab.kubectl("get", "pods", "-l", "app=web", "-o", "json"))["items"]
+            if not p["metadata"].get("deletionTimestamp")
+        ]
         statuses = [s for p in pods for s in p["status"].get("containerStatuses") or []]
-        if len(pods) == 2 and len(statuses) == 2 and all(s["ready"] for s in statuses):
-            break
-        assert time.monotonic() < deadline, json.dumps([p["status"] for p in pods])[:3000]
-        time.sleep(0.5)
+        return pods if len(pods) == 3 and len(statuses) == 3 and all(s["ready"] for s in statuses) else None
+
+    pods = wait_for(ready, 120, "3 web replicas Ready")
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        lab.kubectl("exec", name, "--", "sh", "-c", f"echo {name} > /index.html")
+    return Web({p["metadata"]["name"]: p for p in pods})
+
+
+def test_a_deployment_of_the_pushed_image_runs_on_the_nodes_containerd(lab: ContainerdLab, web: Web) -> None:
+    """kubectl create deployment of `localhost:5001/busybox` (pushed to the lab's registry): 3 replicas Ready, run by
+    containerd (`containerd://` IDs), each on its node's Pod network."""
+    statuses = [s for p in web.pods.values() for s in p["status"]["containerStatuses"]]
     assert all(s["containerID"].startswith("containerd://") for s in statuses), statuses
     ids = {s["containerID"].removeprefix("containerd://") for s in statuses}
     running = {c.id for node in NODES for c in lab.cri(node, "list_containers")}
     assert ids <= running, (ids, running)
+    assert len({p["status"]["podIP"] for p in web.pods.values()}) == 3
+
+
+def test_a_service_answers_from_a_pod(lab: ContainerdLab, web: Web) -> None:
+    """A ClusterIP Service in front of the Deployment answers a Pod's GET by its IP and by its name (the sandbox's
+    DNS config: clusterDNS and the search path), with the page of one of the replicas."""
+    lab.kubectl("expose", "deployment", "web", "--port=80")
+    cluster_ip = lab.kubectl("get", "service", "web", "-o", "jsonpath={.spec.clusterIP}")
+    client = next(iter(web.pods))
+    for url in (f"http://{cluster_ip}/", "http://web/"):
+
+        def get(url: str = url) -> str | None:
+            # busybox's `timeout`, not wget's -T (which crashes Debian's static busybox)
+            res = lab.run_kubectl("exec", client, "--", "timeout", "5", "wget", "-q", "-O", "-", url)
+            return res.stdout.strip() if res.returncode == 0 else None
+
+        # kube-proxy's rules and CoreDNS may follow the Service by a moment
+        assert wait_for(get, 60, f"{url} from {client}") in web.pods
+
+
+def test_kubectl_exec_keeps_stdin_open_and_answers_each_line(lab: ContainerdLab, web: Web) -> None:
+    """kubectl 1.33 (WebSocket) and 1.27 (SPDY): `exec -i` into a containerd container, each line typed answered
+    while the stream stays open, the shell's exit code returned when stdin closes."""
+    pod = next(iter(web.pods))
+    for minor, kubectl in KUBECTL.items():
+        argv = [kubectl, "--kubeconfig", str(lab.dir / "kubeconfig"), "exec", "-i", pod, "--", "sh"]
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdin is not None
+            lines = _Lines(proc.stdout)
+            proc.stdin.write("cat /index.html\n")
+            proc.stdin.flush()
+            assert lines.next(30) == f"{pod}\n", (minor, proc.stderr)
+            for i in range(3):
+                proc.stdin.write(f"echo line {i} from $HOSTNAME\n")
+                proc.stdin.flush()
+                assert lines.next(5) == f"line {i} from {pod}\n", minor
+            proc.stdin.write("exit 3\n")
+            proc.stdin.close()
+            assert proc.wait(30) == 3, (minor, proc.stderr.read() if proc.stderr else "")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(10)
+
+
+def test_kubectl_port_forward_to_a_pod(lab: ContainerdLab, web: Web) -> None:
+    """kubectl port-forward (1.33 and 1.27) to a replica's port 80: a GET on the host's 127.0.0.1 gets its page."""
+    pod = next(iter(web.pods))
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
+    for minor, kubectl in KUBECTL.items():
+        local = free_port()
+        argv = [kubectl, "--kubeconfig", str(lab.dir / "kubeconfig"), "port-forward", f"pod/{pod}", f"{local}:80"]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            lines = _Lines(proc.stdout)
+            line = lines.next(30)
+            assert f"127.0.0.1:{local} -> 80" in line, (minor, line)
+            with direct.open(f"http://127.0.0.1:{local}/", timeout=10) as resp:
+                assert resp.read().decode() == f"{pod}\n", minor
+        finally:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_a_pod_of_a_loaded_image_runs_without_a_pull_and_kubectl_logs_shows_its_output(lab: ContainerdLab) -> None:
+    """`lab load` put the image on every node (above): a Pod with `imagePullPolicy: Never` runs it, and `kubectl
+    logs` reads what it wrote from the CRI log file."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "loaded"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "image": LOADED,
+                    "imagePullPolicy": "Never",
+                    "command": ["sh", "-c", "echo ran-the-loaded-image; exec sleep 3600"],
+                }
+            ]
+        },
+    }
+    lab.kubectl("create", "-f", "-", input=json.dumps(pod))
+
+    def running() -> bool:
+        status = json.loads(lab.kubectl("get", "pod", "loaded", "-o", "json"))["status"]
+        return any("running" in (s.get("state") or {}) for s in status.get("containerStatuses") or [])
+
+    wait_for(running, 60, "the loaded image's Pod Running")
+    wait_for(lambda: "ran-the-loaded-image" in lab.kubectl("logs", "loaded"), 30, "its output in kubectl logs")
+    lab.kubectl("delete", "pod", "loaded", "--grace-period=1")
+
+
+#: The htpasswd registry's address on the lab network (the lab's own registry is on :5000).
+AUTH_REGISTRY = f"{network.GATEWAY}:5002"
+
+
+@contextlib.contextmanager
+def _htpasswd_registry(lab: ContainerdLab, root: Path, user: str, password: str) -> Iterator[str]:
+    """A second docker-registry, asking for HTTP basic auth (htpasswd, bcrypt), in the lab's network namespace on the
+    lab network; every node's containerd pulls `AUTH_REGISTRY/...` from it over http (hosts.toml). The lab's own
+    registry stays open, as kind's is. Yields its host."""
+    from pykubeadm.containerd.config import write_registry_hosts
+    from pykubeadm.testing.registry import htpasswd_line
+    from pykubeadm.util.namespaces import nsenter_prefix
+
+    root.mkdir(parents=True)
+    (root / "htpasswd").write_text(htpasswd_line(user, password))
+    config = {
+        "version": 0.1,
+        "log": {"level": "warn"},
+        "storage": {"filesystem": {"rootdirectory": str(root / "data")}},
+        "http": {"addr": AUTH_REGISTRY},
+        "auth": {"htpasswd": {"realm": "lab-private", "path": str(root / "htpasswd")}},
+    }
+    (root / "config.yml").write_text(yaml.safe_dump(config))
+    netns = nsenter_prefix(network.network_namespace(lab.dir / ".lab"))
+    with open(root / "registry.log", "ab") as log:
+        proc = subprocess.Popen(
+            [*netns, "docker-registry", "serve", str(root / "config.yml")],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        for node in NODES:
+            write_registry_hosts(Layout(lab.dir / node), AUTH_REGISTRY, f"http://{AUTH_REGISTRY}")
+        yield AUTH_REGISTRY
+    finally:
+        terminate_child(proc)
+        for node in NODES:
+            shutil.rmtree(Layout(lab.dir / node).containerd_certs_dir / AUTH_REGISTRY, ignore_errors=True)
+
+
+def test_a_registry_with_htpasswd_auth_wants_the_pull_secret(lab: ContainerdLab, busybox: str, tmp_path: Path) -> None:
+    """Without a pull secret the Pod waits in ErrImagePull/ImagePullBackOff with the registry's 401; a Pod with
+    `imagePullSecrets` naming a docker-registry Secret runs."""
+    from pykubeadm.util.namespaces import nsenter_prefix
+
+    user, password = "puller", "pw-for-the-lab-test"
+    with _htpasswd_registry(lab, tmp_path / "private", user, password) as host:
+        image = f"{host}/team/busybox:1.35"
+        push = [
+            *nsenter_prefix(network.network_namespace(lab.dir / ".lab")),
+            "skopeo", "copy", "--quiet", "--dest-tls-verify=false", f"--dest-creds={user}:{password}",
+            busybox, f"docker://{image}",
+        ]  # fmt: skip
+
+        def pushed() -> bool:  # the push into the lab network, retried until the registry serves
+            return subprocess.run(push, capture_output=True, text=True, timeout=120).returncode == 0
+
+        wait_for(pushed, 60, f"a push to {host}")
+
+        def pod(name: str, **spec: Any) -> str:
+            container = {"name": "main", "image": image, "command": ["sleep", "3600"]}
+            return json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": name},
+                    "spec": {"containers": [container], **spec},
+                }
+            )
+
+        def waiting(name: str) -> dict[str, Any] | None:
+            status = json.loads(lab.kubectl("get", "pod", name, "-o", "json"))["status"]
+            states = [s.get("state") or {} for s in status.get("containerStatuses") or []]
+            return next((s["waiting"] for s in states if s.get("waiting", {}).get("message")), None)
+
+        lab.kubectl("create", "-f", "-", input=pod("private"))
+        state = wait_for(lambda: waiting("private"), 60, "ErrImagePull")
+        assert state["reason"] in ("ErrImagePull", "ImagePullBackOff"), state
+        assert "401 Unauthorized" in state["message"], state
+        lab.kubectl(
+            "create", "secret", "docker-registry", "regcred", f"--docker-server={host}",
+            f"--docker-username={user}", f"--docker-password={password}",
+        )  # fmt: skip
+        lab.kubectl("create", "-f", "-", input=pod("private2", imagePullSecrets=[{"name": "regcred"}]))
+
+        def running() -> bool:
+            status = json.loads(lab.kubectl("get", "pod", "private2", "-o", "json"))["status"]
+            return any("running" in (s.get("state") or {}) for s in status.get("containerStatuses") or [])
+
+        wait_for(running, 60, "the Pod with the pull secret Running")
+        lab.kubectl("delete", "pod", "private", "private2", "--grace-period=1")
+
+
+def test_kubectl_delete_leaves_no_container(lab: ContainerdLab, web: Web) -> None:
+    """kubectl delete of the Deployment's Pods returns once they are gone, and no container or sandbox of theirs is
+    left on any node's containerd (ListContainers, ListPodSandbox by the Pod's UID label)."""
+    from pykubeadm.cri.v1 import api_pb2 as api
+
+    uids = [p["metadata"]["uid"] for p in web.pods.values()]
+    lab.kubectl("delete", "service", "web")
+    # the Pods themselves with a short grace period (httpd as PID 1 ignores SIGTERM: the kubelet kills it after it)
+    lab.kubectl("delete", "deployment", "web", "--cascade=orphan")
+    lab.kubectl("delete", "replicaset", "-l", "app=web", "--cascade=orphan")
+    lab.kubectl("delete", "pod", *web.pods, "--grace-period=2")  # kubectl waits until they are gone
+    assert lab.kubectl("get", "pods", "-l", "app=web", "-o", "name") == ""
+    for node in NODES:
+        for uid in uids:
+            selector = {"io.kubernetes.pod.uid": uid}
+            assert list(lab.cri(node, "list_containers", api.ContainerFilter(label_selector=selector))) == [], node
+            assert list(lab.cri(node, "list_pod_sandbox", api.PodSandboxFilter(label_selector=selector))) == [], node
 
 
 def test_the_local_registry_hosting_configmap(lab: ContainerdLab) -> None:

@@ -13,10 +13,10 @@ from pathlib import Path
 from pykubeadm.testing.etcd import free_port
 from pykubeadm.util.child import terminate_child
 
-__all__ = ["LocalRegistry", "registry_skip_reason"]
+__all__ = ["LocalRegistry", "htpasswd_line", "registry_skip_reason"]
 
 
-def _htpasswd_line(user: str, password: str) -> str:
+def htpasswd_line(user: str, password: str) -> str:
     """One bcrypt htpasswd line (what distribution's htpasswd auth reads), made by apache2-utils' htpasswd."""
     res = subprocess.run(
         ["htpasswd", "-niB", user], input=password, capture_output=True, text=True, check=True, timeout=30
@@ -52,7 +52,7 @@ class LocalRegistry:
         auth = ""
         if self.users:
             htpasswd = self.root / "htpasswd"
-            htpasswd.write_text("".join(_htpasswd_line(user, pw) for user, pw in self.users.items()))
+            htpasswd.write_text("".join(htpasswd_line(user, pw) for user, pw in self.users.items()))
             auth = f"auth:\n  htpasswd:\n    realm: pykubeadm-test\n    path: {htpasswd}\n"
         config.write_text(
             "version: 0.1\n"
