@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pykubeadm.kubelet import images
+from pykubeadm.kubelet.backoff import BackOff
 from pykubeadm.kubelet.podstatus import now as _now
 from pykubeadm.kubelet.ports import PortOwner, container_ports
 from pykubeadm.kubelet.probes import Probe, ProbeLoops, run_probe
@@ -27,26 +28,9 @@ from pykubeadm.kubelet.shim import ShimProcess, start_static_container
 if TYPE_CHECKING:
     from pykubeadm.kubelet.podworker import PodWorker
 
-__all__ = ["BackOff", "ContainerConfigError", "ContainerWorker"]
+__all__ = ["ContainerConfigError", "ContainerWorker"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class BackOff:
-    """Kubelet container restart back-off: 0 s first, then `initial` doubling to `cap`; reset after `reset_after`."""
-
-    initial: float = 10.0
-    cap: float = 300.0
-    reset_after: float = 600.0
-    current: float = 0.0
-
-    def next_delay(self, ran_for: float) -> float:
-        if ran_for >= self.reset_after:
-            self.current = 0.0
-        delay = self.current
-        self.current = self.initial if self.current == 0 else min(self.current * 2, self.cap)
-        return delay
 
 
 @dataclass

@@ -26,7 +26,8 @@ import yaml
 
 from pykubeadm import constants as c
 from pykubeadm.kubelet import runtime
-from pykubeadm.kubelet.runtime import ImageError, Program, parse_image
+from pykubeadm.kubelet.imageref import parse_image
+from pykubeadm.kubelet.runtime import ImageError, Program
 from pykubeadm.util.yamlload import load_yaml
 
 __all__ = ["ImageError", "ResolvedImage", "container_argv", "load_image_map", "normalize_repo", "resolve_image"]

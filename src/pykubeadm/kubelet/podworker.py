@@ -29,11 +29,13 @@ from typing import Any
 
 from pykubeadm.cni import CNIError
 from pykubeadm.kubelet import dnsconfig, images, podnetwork, runtime
-from pykubeadm.kubelet.containerworker import BackOff, ContainerConfigError, ContainerWorker
+from pykubeadm.kubelet.backoff import BackOff
+from pykubeadm.kubelet.containerworker import ContainerConfigError, ContainerWorker
+from pykubeadm.kubelet.hostpath import MountError, prepare_host_paths
 from pykubeadm.kubelet.podstatus import Conditions, now, worker_phase, worker_status
 from pykubeadm.layout import Layout
 
-__all__ = ["BackOff", "ContainerWorker", "PodWorker"]
+__all__ = ["ContainerWorker", "PodWorker"]
 
 log = logging.getLogger(__name__)
 
@@ -207,8 +209,8 @@ class PodWorker:
         spec = cw.spec
         if self.source == "file":  # static Pods: hostPath mapping, our environment (the control plane's way)
             try:
-                runtime.prepare_host_paths(self.spec, self.layout)
-            except (runtime.MountError, OSError) as e:
+                prepare_host_paths(self.spec, self.layout)
+            except (MountError, OSError) as e:
                 raise ContainerConfigError(str(e)) from e
             mapper = runtime.PathMapper.for_container(self.spec, spec, self.layout)
             argv = images.container_argv(

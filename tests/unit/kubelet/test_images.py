@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from pykubeadm.kubelet import images
-from pykubeadm.kubelet.containerworker import BackOff
+from pykubeadm.kubelet.backoff import BackOff
 from pykubeadm.kubelet.runtime import ImageError
 
 

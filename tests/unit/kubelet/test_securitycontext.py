@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from pykubeadm.kubelet.cgroups import Resources, _pod_resources, container_resources, milli_cpu_to_shares
+from pykubeadm.kubelet.cgroups import _pod_resources
+from pykubeadm.kubelet.resources import Resources, container_resources, milli_cpu_to_shares
 from pykubeadm.kubelet.securitycontext import (
     CAPABILITIES,
     DEFAULT_CAPABILITIES,

@@ -1,7 +1,7 @@
 """One API Pod on the node's CRI runtime, driven only through the runtime boundary (`runtimeapi.KubeletRuntime`):
 its volumes (`volumes.PodVolumes`), a sandbox (`podconfig.sandbox_config`: hostname, DNS, port mappings, log
 directory, namespaces, security context), the image of each container (`imagepull`), init containers in order, then
-the containers, each restarted by restartPolicy with the kubelet's CrashLoopBackOff (`containerworker.BackOff`),
+the containers, each restarted by restartPolicy with the kubelet's CrashLoopBackOff (`backoff.BackOff`),
 probes (exec through ExecSync; HTTP and TCP to the Pod IP of the sandbox's status), lifecycle hooks, graceful stop
 (preStop, StopContainer with the grace period, then StopPodSandbox and RemovePodSandbox) and the PodStatus built from
 ContainerStatus (state, exit code, reason incl. OOMKilled, times, imageID, restartCount, terminationMessagePath).
@@ -27,7 +27,7 @@ from typing import Any
 from pykubeadm.cri.errors import CRIError, CRINotFound
 from pykubeadm.cri.v1 import api_pb2 as api
 from pykubeadm.kubelet import dnsconfig
-from pykubeadm.kubelet.containerworker import BackOff
+from pykubeadm.kubelet.backoff import BackOff
 from pykubeadm.kubelet.cri import podconfig
 from pykubeadm.kubelet.cri.imagepull import ImagePullError, PullContext, ensure_image, image_id
 from pykubeadm.kubelet.cri.streams import CRIStreams
