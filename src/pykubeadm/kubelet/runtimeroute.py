@@ -21,8 +21,8 @@ from typing import Any
 
 from pykubeadm.cri.endpoint import socket_path, unix_endpoint
 from pykubeadm.cri.errors import CRIError
+from pykubeadm.kubelet.builtin.runtime import BUILTIN_COMPONENTS
 from pykubeadm.kubelet.imageref import parse_image
-from pykubeadm.kubelet.runtime import BUILTIN_COMPONENTS
 from pykubeadm.layout import Layout
 
 __all__ = ["BUILTIN", "builtin_only", "connect_node_runtime", "node_endpoint", "pod_runtime"]

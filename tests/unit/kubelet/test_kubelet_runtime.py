@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from pykubeadm.kubelet import hostpath, imageref, runtime
+from pykubeadm.kubelet import hostpath, imageref
+from pykubeadm.kubelet.builtin import runtime
 from pykubeadm.layout import Layout
 
 APISERVER_SPEC = {

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pykubeadm.kubelet.cgroups import _pod_resources
+from pykubeadm.kubelet.builtin.cgroups import _pod_resources
 from pykubeadm.kubelet.resources import Resources, container_resources, milli_cpu_to_shares
 from pykubeadm.kubelet.securitycontext import (
     CAPABILITIES,

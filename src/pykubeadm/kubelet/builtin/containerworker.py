@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pykubeadm.kubelet import images
 from pykubeadm.kubelet.backoff import BackOff
+from pykubeadm.kubelet.builtin import images
+from pykubeadm.kubelet.builtin.shim import ShimProcess, start_static_container
 from pykubeadm.kubelet.podstatus import now as _now
 from pykubeadm.kubelet.ports import PortOwner, container_ports
 from pykubeadm.kubelet.probes import Probe, ProbeLoops, run_probe
-from pykubeadm.kubelet.shim import ShimProcess, start_static_container
 
 if TYPE_CHECKING:
-    from pykubeadm.kubelet.podworker import PodWorker
+    from pykubeadm.kubelet.builtin.podworker import PodWorker
 
 __all__ = ["ContainerConfigError", "ContainerWorker"]
 
@@ -126,7 +126,7 @@ class ContainerWorker(ProbeLoops):
         self.backoff.current = float(data.get("backoff") or 0)
         self.restart_pending = bool(data.get("restartPending"))
         if isinstance(data.get("launch"), dict):
-            from pykubeadm.kubelet.containment import Launch
+            from pykubeadm.kubelet.builtin.containment import Launch
 
             self.launch = Launch(confine=list(data["launch"]["confine"]), cgroups=list(data["launch"]["cgroups"]))
         if "running" in self.state and self.container_id:

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pykubeadm.kubelet import cgroups, securitycontext
+from pykubeadm.kubelet import securitycontext
+from pykubeadm.kubelet.builtin import cgroups
 from pykubeadm.kubelet.podstatus import qos_class
 from pykubeadm.layout import Layout
 

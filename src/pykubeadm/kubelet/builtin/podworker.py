@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
 import random
@@ -28,9 +29,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pykubeadm.cni import CNIError
-from pykubeadm.kubelet import dnsconfig, images, podnetwork, runtime
+from pykubeadm.kubelet import dnsconfig
 from pykubeadm.kubelet.backoff import BackOff
-from pykubeadm.kubelet.containerworker import ContainerConfigError, ContainerWorker
+from pykubeadm.kubelet.builtin import images, podnetwork, runtime
+from pykubeadm.kubelet.builtin.containerworker import ContainerConfigError, ContainerWorker
 from pykubeadm.kubelet.hostpath import MountError, prepare_host_paths
 from pykubeadm.kubelet.podstatus import Conditions, now, worker_phase, worker_status
 from pykubeadm.layout import Layout
@@ -64,9 +66,9 @@ def _image_map(path: Path) -> dict[str, list[str]]:
 def _podenv() -> tuple[Any, Any, Any]:
     """The volumes, envvars and sandbox modules (kubelet-podenv), where present."""
     mods: list[Any] = []
-    for name in ("volumes", "envvars", "sandbox"):
+    for module in ("pykubeadm.kubelet.volumes", "pykubeadm.kubelet.envvars", "pykubeadm.kubelet.builtin.sandbox"):
         try:
-            mods.append(__import__(f"pykubeadm.kubelet.{name}", fromlist=[name]))
+            mods.append(importlib.import_module(module))
         except ImportError:
             mods.append(None)
     return mods[0], mods[1], mods[2]
@@ -75,8 +77,8 @@ def _podenv() -> tuple[Any, Any, Any]:
 def _forking_zygote(spec: dict[str, Any], argv: list[str]) -> Path | None:
     """The lab's zygote, for a container it can fork: an add-on component (kube-proxy, CoreDNS) of this pykubeadm,
     without a terminal or stdin, run by a kubelet the zygote forked. None: the launcher execs the program."""
-    from pykubeadm.kubelet import zygote
-    from pykubeadm.kubelet.forkserver import component_name
+    from pykubeadm.kubelet.builtin import zygote
+    from pykubeadm.kubelet.builtin.forkserver import component_name
 
     path = zygote.serving_zygote()
     if path is None or spec.get("tty") or spec.get("stdin"):
@@ -283,7 +285,8 @@ class PodWorker:
     async def _launch(self, cw: ContainerWorker, resolved: images.ResolvedImage) -> Any:
         """The containment of the container's next instance (containment.Launch); ContainerConfigError when the
         container cannot be confined as it asks."""
-        from pykubeadm.kubelet import containment, securitycontext
+        from pykubeadm.kubelet import securitycontext
+        from pykubeadm.kubelet.builtin import containment
 
         _, _, sandbox_mod = _podenv()
         if self.containment is None:
@@ -337,7 +340,7 @@ class PodWorker:
             self.pod_ip, self.pod_ips = self.host_ip, [self.host_ip]
         if self.network is not None and self.phase() not in ("Succeeded", "Failed"):  # (ended before a restart)
             await self._setup_network(self.network)
-        from pykubeadm.kubelet.containment import PodContainment
+        from pykubeadm.kubelet.builtin.containment import PodContainment
 
         self.containment = PodContainment(self.pod, self.pod_dir, self.layout, isolated=self.isolated)
         await asyncio.to_thread(self.containment.setup)
