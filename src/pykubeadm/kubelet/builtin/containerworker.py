@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pykubeadm.kubelet.backoff import BackOff
 from pykubeadm.kubelet.builtin import images
 from pykubeadm.kubelet.builtin.shim import ShimProcess, start_static_container
+from pykubeadm.kubelet.containerconfig import ContainerConfigError
 from pykubeadm.kubelet.podstatus import now as _now
 from pykubeadm.kubelet.ports import PortOwner, container_ports
 from pykubeadm.kubelet.probes import Probe, ProbeLoops, run_probe
@@ -28,7 +29,7 @@ from pykubeadm.kubelet.probes import Probe, ProbeLoops, run_probe
 if TYPE_CHECKING:
     from pykubeadm.kubelet.builtin.podworker import PodWorker
 
-__all__ = ["ContainerConfigError", "ContainerWorker"]
+__all__ = ["ContainerWorker"]
 
 log = logging.getLogger(__name__)
 
@@ -346,7 +347,3 @@ class ContainerWorker(ProbeLoops):
         self._kill_reason = why
         log.warning("pod %s: container %s %s, will be restarted", self.pod.key, self.name, why)
         await self.stop(self.pod.grace, f"Container {self.name} failed {kind} probe, will be restarted")
-
-
-class ContainerConfigError(Exception):
-    """The container's configuration cannot be built (CreateContainerConfigError)."""

@@ -32,7 +32,8 @@ from pykubeadm.cni import CNIError
 from pykubeadm.kubelet import dnsconfig
 from pykubeadm.kubelet.backoff import BackOff
 from pykubeadm.kubelet.builtin import images, podnetwork, runtime
-from pykubeadm.kubelet.builtin.containerworker import ContainerConfigError, ContainerWorker
+from pykubeadm.kubelet.builtin.containerworker import ContainerWorker
+from pykubeadm.kubelet.containerconfig import ContainerConfigError, container_setup
 from pykubeadm.kubelet.hostpath import MountError, prepare_host_paths
 from pykubeadm.kubelet.podstatus import Conditions, now, worker_phase, worker_status
 from pykubeadm.layout import Layout
@@ -223,39 +224,14 @@ class PodWorker:
             env = runtime.container_env(spec, mapper, resolved.program)
             env[POD_IP_ENV] = self.pod_ip
             return argv, env, None, []
-        volumes_mod, envvars_mod, sandbox_mod = _podenv()
-        env = {"PATH": _DEFAULT_PATH, "HOSTNAME": self.name, "HOME": "/root"}
-        if envvars_mod is not None:
-            try:
-                env.update(
-                    await envvars_mod.container_env(
-                        self.pod,
-                        spec,
-                        self.client(),
-                        node_name=self.node_name,
-                        host_ip=self.host_ip,
-                        pod_ip=self.pod_ip,
-                        on_event=lambda reason, message: self.event("Warning", reason, message),
-                        objects=self.objects,
-                        service_env=self.service_env(self.pod) if self.service_env is not None else None,
-                    )
-                )
-            except envvars_mod.EnvError as e:
-                raise ContainerConfigError(str(e)) from e
-        else:
-            env.update({str(e["name"]): str(e["value"]) for e in spec.get("env") or [] if "value" in e})
-        try:
-            mounts = self.volumes.mounts_for(spec, env) if self.volumes is not None else []
-        except volumes_mod.VolumeError as e:
-            raise ContainerConfigError(e.message) from e
+        _, _, sandbox_mod = _podenv()
+        extra = {POD_IP_ENV: self.pod_ip}
         if resolved.program.version and resolved.kind == "builtin":
-            env[runtime.COMPONENT_VERSION_ENV] = resolved.program.version
-        env[POD_IP_ENV] = self.pod_ip
-        if envvars_mod is not None:  # $(VAR) in command and args, against the container's environment
-            command, args = envvars_mod.expand_command(spec, env)
-        else:
-            command, args = list(spec.get("command") or []), list(spec.get("args") or [])
-        argv = images.container_argv(resolved, command, args)
+            extra[runtime.COMPONENT_VERSION_ENV] = resolved.program.version
+        base = {"PATH": _DEFAULT_PATH, "HOSTNAME": self.name, "HOME": "/root"}
+        setup = await container_setup(self, spec, base_env=base, extra_env=extra)
+        env, mounts = setup.env, setup.mounts
+        argv = images.container_argv(resolved, setup.command, setup.args)
         workdir = spec.get("workingDir") or None
         launch = await self._launch(cw, resolved)
         if self.isolated and sandbox_mod is not None:

@@ -28,6 +28,7 @@ from pykubeadm.cri.errors import CRIError, CRINotFound
 from pykubeadm.cri.v1 import api_pb2 as api
 from pykubeadm.kubelet import dnsconfig
 from pykubeadm.kubelet.backoff import BackOff
+from pykubeadm.kubelet.containerconfig import ContainerConfigError, container_setup
 from pykubeadm.kubelet.cri import podconfig
 from pykubeadm.kubelet.cri.imagepull import ImagePullError, PullContext, ensure_image, image_id
 from pykubeadm.kubelet.cri.streams import CRIStreams
@@ -49,10 +50,6 @@ _FALLBACK_LINES = 80
 
 def _time(ns: int) -> str:
     return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class ContainerConfigError(Exception):
-    """The container's configuration cannot be built (CreateContainerConfigError)."""
 
 
 class CRIContainer(ProbeLoops):
@@ -159,43 +156,22 @@ class CRIContainer(ProbeLoops):
 
     async def _config(self, image: api.Image) -> api.ContainerConfig:
         pod = self.pod
-        from pykubeadm.kubelet import envvars, volumes
-
-        try:
-            env = await envvars.container_env(
-                pod.pod,
-                self.spec,
-                pod.client(),
-                node_name=pod.node_name,
-                host_ip=pod.host_ip,
-                pod_ip=pod.pod_ip,
-                pod_ips=pod.pod_ips,
-                on_event=lambda reason, message: pod.event("Warning", reason, message),
-                objects=pod.objects,
-                service_env=pod.service_env(pod.pod) if pod.service_env is not None else None,
-            )
-        except envvars.EnvError as e:
-            raise ContainerConfigError(str(e)) from e
-        try:
-            mounts = pod.volumes.mounts_for(self.spec, env) if pod.volumes is not None else []
-        except volumes.VolumeError as e:
-            raise ContainerConfigError(e.message) from e
-        command, args = envvars.expand_command(self.spec, env)
+        setup = await container_setup(pod, self.spec)
         term = self.termination_log()
         term.parent.mkdir(parents=True, exist_ok=True)
         term.write_bytes(b"")
         term.chmod(0o666)
-        self.env = env
+        self.env = setup.env
         return podconfig.container_config(
             pod.pod,
             pod.uid,
             self.spec,
             image=image.id or str(self.spec.get("image")),
             restart_count=self.restart_count,
-            command=command,
-            args=args,
-            env=env,
-            mounts=mounts,
+            command=setup.command,
+            args=setup.args,
+            env=setup.env,
+            mounts=setup.mounts,
             termination_log=term,
         )
 
