@@ -10,7 +10,7 @@ no longer has are cleaned up (their processes stopped, their CNI attachments del
 any other Pod that is gone); the others are adopted by their workers.
 
 With a CRI runtime on the node (`runtime`), a Pod runs there or built-in as `runtimeroute.pod_runtime` says: a
-`cri.podworker.CRIPodWorker` or a `podworker.PodWorker`, which offer the manager the same calls. Sandboxes of Pods
+`cri.podworker.CRIPodWorker` or a `builtin.podworker.PodWorker`, which offer the manager the same calls. Sandboxes of Pods
 the API no longer has are stopped and removed through the runtime at start.
 """
 

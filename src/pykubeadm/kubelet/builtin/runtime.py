@@ -30,6 +30,7 @@ from pykubeadm.layout import Layout
 __all__ = [
     "BUILTIN_COMPONENTS",
     "COMPONENT_VERSION_ENV",
+    "RUNTIME_TYPE",
     "ImageError",
     "PathMapper",
     "Program",
@@ -37,6 +38,9 @@ __all__ = [
     "start_process",
     "stop_process",
 ]
+
+#: The built-in runtime's type: its containers are `pykubeadm://<id>` in Pod status.
+RUNTIME_TYPE = "pykubeadm"
 
 #: The environment variable carrying the image tag to built-in components (the version they report).
 COMPONENT_VERSION_ENV = "PYKUBEADM_COMPONENT_VERSION"
