@@ -389,7 +389,7 @@ def _start(
 def code_stamp(package: Path | None = None) -> int:
     """The newest modification time of pykubeadm's Python files (of `package`): when it moves (an upgraded or edited
     pykubeadm), a container forked from the server would run the code the server imported before: it is exec'd."""
-    package = package or Path(__file__).resolve().parents[2]  # pykubeadm/ (this is pykubeadm/kubelet/builtin/)
+    package = package or Path(sys.modules["pykubeadm"].__file__ or "pykubeadm").resolve().parent
     newest = 0
     for directory, dirs, files in os.walk(package):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
