@@ -33,6 +33,7 @@ class ContainerBase(ProbeLoops):
     restart_count: int
     container_id: str
     image_id: str
+    _pull_failures: int
 
     @property
     def name(self) -> str:
@@ -76,6 +77,26 @@ class ContainerBase(ProbeLoops):
         self.ready = self.started = False
         self.save()
         self.pod.changed()
+
+    def fail(self, reason: str, message: str) -> None:
+        """The container could not be created or started: the Failed event ("Error: …") and Waiting with `reason`."""
+        self._event("Warning", "Failed", f"Error: {message}")
+        self.wait(reason, message)
+
+    def image_failed(self, image: str, reason: str, message: str, *, failed_event: bool = False) -> None:
+        """The image could not be had, as the kubelet's image manager says it: `reason` (ErrImagePull, or another image
+        reason) the first time, ImagePullBackOff on each ErrImagePull after that. `failed_event`: the runtime reports
+        the failure itself as a Failed event first (a CRI runtime's pull does it in the image manager)."""
+        self._pull_failures += 1
+        if reason == "ErrImagePull" and self._pull_failures > 1:
+            self._event("Normal", "BackOff", f'Back-off pulling image "{image}"')
+            self._event("Warning", "Failed", "Error: ImagePullBackOff")
+            self.wait("ImagePullBackOff", f'Back-off pulling image "{image}": ErrImagePull: {message}')
+            return
+        if failed_event:
+            self._event("Warning", "Failed", message)
+        self._event("Warning", "Failed", f"Error: {reason}")
+        self.wait(reason, message)
 
     async def exec_sync(self, command: list[str], timeout: float) -> tuple[int, str]:
         """Run `command` in the container: (exit code, or -1 on timeout or error; output)."""

@@ -137,23 +137,14 @@ class ContainerWorker(ContainerBase):
         try:
             resolved = pod.resolve_image(image)
         except images.ImageError as e:
-            self._pull_failures += 1
-            if self._pull_failures == 1 or e.reason != "ErrImagePull":
-                self._event("Warning", "Failed", e.message)
-                self._event("Warning", "Failed", f"Error: {e.reason}")
-                self.wait(e.reason, e.message)
-            else:
-                self._event("Normal", "BackOff", f'Back-off pulling image "{image}"')
-                self._event("Warning", "Failed", "Error: ImagePullBackOff")
-                self.wait("ImagePullBackOff", f'Back-off pulling image "{image}": ErrImagePull: {e.message}')
+            self.image_failed(image, e.reason, e.message, failed_event=True)
             return None
         self._pull_failures = 0
         self.next_id = secrets.token_hex(32)
         try:
             argv, env, cwd, prefix = await pod.container_process(self, resolved)
         except ContainerConfigError as e:
-            self._event("Warning", "Failed", f"Error: {e}")
-            self.wait("CreateContainerConfigError", str(e))
+            self.fail("CreateContainerConfigError", str(e))
             return None
         self._event("Normal", "Pulled", f'Container image "{image}" already present on machine')
         self.env, self.cwd, self.enter_prefix = env, cwd, prefix
@@ -166,8 +157,7 @@ class ContainerWorker(ContainerBase):
             self.restart_pending = False
         conflict = self.claim_ports()
         if conflict is not None:
-            self._event("Warning", "Failed", f"Error: {conflict}")
-            self.wait("CreateContainerError", conflict)
+            self.fail("CreateContainerError", conflict)
             return False
         self.container_id = self.next_id or secrets.token_hex(32)
         self.next_id = ""

@@ -103,15 +103,7 @@ class CRIContainer(ContainerBase):
         try:
             image = await ensure_image(ctx, self.spec, pod.sandbox_config)
         except ImagePullError as e:
-            self._pull_failures += 1
-            ref = str(self.spec.get("image") or "")
-            if e.reason == "ErrImagePull" and self._pull_failures > 1:
-                self._event("Normal", "BackOff", f'Back-off pulling image "{ref}"')
-                self._event("Warning", "Failed", "Error: ImagePullBackOff")
-                self.wait("ImagePullBackOff", f'Back-off pulling image "{ref}": ErrImagePull: {e.message}')
-            else:
-                self._event("Warning", "Failed", f"Error: {e.reason}")
-                self.wait(e.reason, e.message)
+            self.image_failed(str(self.spec.get("image") or ""), e.reason, e.message)
             return None
         self._pull_failures = 0
         self.pull_backoff.current = 0.0
@@ -148,21 +140,18 @@ class CRIContainer(ContainerBase):
         try:
             config = await self._config(image)
         except ContainerConfigError as e:
-            self._event("Warning", "Failed", f"Error: {e}")
-            self.wait("CreateContainerConfigError", str(e))
+            self.fail("CreateContainerConfigError", str(e))
             return False
         try:
             cid = await pod.runtime.create_container(pod.sandbox_id, config, pod.sandbox_config)
         except CRIError as e:
-            self._event("Warning", "Failed", f"Error: {e}")
-            self.wait("CreateContainerError", str(e))
+            self.fail("CreateContainerError", str(e))
             return False
         self._event("Normal", "Created", f"Created container: {self.name}")
         try:
             await pod.runtime.start_container(cid)
         except CRIError as e:
-            self._event("Warning", "Failed", f"Error: {e}")
-            self.wait("RunContainerError", str(e))
+            self.fail("RunContainerError", str(e))
             with contextlib.suppress(CRIError):
                 await pod.runtime.remove_container(cid)
             return False
