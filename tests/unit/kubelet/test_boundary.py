@@ -78,7 +78,7 @@ def test_outside_the_kubelet_only_the_lab_reset_and_the_pause_image_use_the_buil
 def test_the_builtin_runtime_keeps_what_is_only_its_own() -> None:
     """The process runtime's machinery is not loose in the kubelet's folder."""
     own = {"runtime", "images", "shim", "sandbox", "native", "forkserver", "zygote", "containerworker", "podworker"}
-    own |= {"containment", "cgroups", "podnetwork", "netns"}
+    own |= {"containment", "confinement", "cgroups", "podnetwork", "netns"}
     loose = {p.stem for p in KUBELET.iterdir() if p.stem in own}
     assert loose == set()
     assert {p.stem for p in (KUBELET / "builtin").iterdir()} >= own

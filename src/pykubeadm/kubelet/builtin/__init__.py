@@ -10,6 +10,7 @@ Containers are named `pykubeadm://<id>`.
     sandbox          the native launcher: a container in its own mount, PID and UTS namespaces
     native/          C sources of pause, pod-sandbox and cri-log, built on first use
     containment      what confines an API Pod's containers: root layer, securityContext, cgroups
+    confinement      a container's securityContext as the sandbox launcher's options
     cgroups          the cgroupfs layout of the kubelet: QoS classes, Pods, containers
     podnetwork       a Pod's own network namespace on the node's CNI network; netns: its file
     forkserver       control-plane containers forked from an interpreter that imported them

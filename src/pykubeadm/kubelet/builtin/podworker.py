@@ -219,13 +219,13 @@ class PodWorker(PodWorkerBase):
     async def _launch(self, cw: ContainerWorker, resolved: images.ResolvedImage) -> Any:
         """The containment of the container's next instance (containment.Launch); ContainerConfigError when the
         container cannot be confined as it asks."""
-        from pykubeadm.kubelet import securitycontext
         from pykubeadm.kubelet.builtin import containment
+        from pykubeadm.kubelet.builtin.confinement import PAUSE_USER
 
         _, _, sandbox_mod = _podenv()
         if self.containment is None:
             return containment.Launch()
-        image_uid = securitycontext.PAUSE_USER if resolved.kind == "pause" else 0
+        image_uid = PAUSE_USER if resolved.kind == "pause" else 0
         seccomp = self.isolated and sandbox_mod is not None and "seccomp" in sandbox_mod.launcher_features(self.layout)
         try:
             launch = await asyncio.to_thread(self.containment.launch, cw.next_id, cw.spec, image_uid, seccomp)
