@@ -2,8 +2,8 @@
 
 Three kubelet stand-ins on 127.0.0.1 (HTTPS, random ports) serve /metrics/resource as the kubelet renders it
 (`kubelet.resourcemetrics.render_resource_metrics`, measured from /proc on every request) for 100 Pods split between
-them. A child process loads the metrics server program's modules (pykubeadm.metricsserver.server: lightkube,
-aiohttp, prometheus_client) and runs the scrape cycle the program runs every resolution — concurrent HTTPS requests
+them. A child process loads the metrics server program's modules (pykubeadm.metricsserver.server: aiohttp, its
+small API client, prometheus_client) and runs the scrape cycle the program runs every resolution — concurrent HTTPS requests
 to the three nodes, parsing, storing the points — `--scrapes` times; it reports its CPU time (user + system) per
 scrape, the median and the worst, and its resident set size at the end. Targets: ≤ 50 ms CPU per scrape, ≤ 60 MB RSS.
 

@@ -8,6 +8,7 @@ Used by kubeadm's phases (sync), the controller-manager, the scheduler and the k
 * `wait_for` / `wait_for_sync`: GET an object until a predicate holds (or a timeout), watching it in between (as
   `kubectl wait` does), or sleeping when the watch cannot be used;
   each pair is a thin sync/async shell over one generator that yields the client calls to make (STYLE rule 14);
+* `JSONRequests`: plain JSON requests by path over an async client's connection (delegated auth's API client);
 * `Informer`: list + watch with resume from the last resourceVersion and a fresh list on 410 Gone, keeping a cache and
   calling handlers (the shape of client-go's reflector/informer).
 
@@ -44,6 +45,7 @@ __all__ = [
     "ApiError",
     "EventHandler",
     "Informer",
+    "JSONRequests",
     "async_client",
     "create_or_update",
     "create_or_update_sync",
@@ -165,6 +167,30 @@ def sync_client(
 ) -> Client:
     """A blocking lightkube client for the kubeconfig's current context."""
     return _new_client(Client, kubeconfig, timeout, field_manager)
+
+
+class JSONRequests:
+    """Plain JSON objects got and posted by path over a lightkube AsyncClient's connection (its server, credentials and
+    TLS), failing with lightkube's errors: controllers.app.delegatedauth's ApiClient."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self.client = client
+
+    async def _send(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        generic = self.client._client
+        resp = await generic._client.request(method, path, json=body)
+        generic.raise_for_status(resp)
+        data = resp.json()
+        return data if isinstance(data, dict) else {}
+
+    async def get(self, path: str) -> dict[str, Any]:
+        return await self._send("GET", path)
+
+    async def post(self, path: str, body: Any) -> dict[str, Any]:
+        return await self._send("POST", path, body)
+
+    async def close(self) -> None:
+        await self.client.close()
 
 
 # --- error classification --------------------------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 accepted (and logged), anything else is refused with kube's own messages (`unrecognized feature gate: X`).
 
 The table holds the gates `kube-apiserver --help` lists for v1.33 (alpha and beta; the generic apiserver's and
-component-base's included) and GA gates still settable in v1.33. Setting a gate changes nothing else here: the
-components implement the v1.33 default behaviour.
+component-base's included) and GA gates still settable in v1.33. Setting a gate changes nothing else here (the
+components implement the v1.33 default behaviour), except where a component reads it: the API server's
+TranslateStreamCloseWebsocketRequests and PortForwardWebsockets (pods/exec, attach, portforward).
 """
 
 from __future__ import annotations

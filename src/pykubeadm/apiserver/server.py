@@ -101,6 +101,7 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
         backend=backend, version_info=version_info(options.version), authenticator=_nobody, authorizer=_deny
     )
     state.profiling = options.profiling
+    state.feature_gates = dict(options.feature_gates)
     if options.feature_gates:  # accepted; the v1.33 default behaviour is what we implement
         gates = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(options.feature_gates.items()))
         print(f"feature gates: {gates}", file=sys.stderr, flush=True)

@@ -53,6 +53,8 @@ class ApiState:
     crds: Any = None
     #: --profiling: serve /debug/pprof/ (to authorized users).
     profiling: bool = False
+    #: --feature-gates as set (a gate not named has its v1.33 default).
+    feature_gates: dict[str, bool] = field(default_factory=dict)
     #: The watchers of the watch requests being served: closed at shutdown, so each watch ends at once.
     open_watchers: set[Any] = field(default_factory=set)
 

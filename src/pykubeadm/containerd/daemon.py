@@ -38,12 +38,23 @@ def containerd_binary() -> str:
     return found
 
 
-async def remove_all_pods(cri: CRIClient) -> list[str]:
-    """Stop and remove every sandbox (and so every container) of the runtime; returns their ids."""
+async def remove_all_pods(cri: CRIClient, *, timeout: float = 30.0) -> list[str]:
+    """Stop and remove every sandbox (and so every container) of the runtime; returns their ids. A container still
+    being started (a kubelet stopped in the middle of StartContainer) cannot be removed yet — containerd answers
+    "container is in starting state, can't be removed" — so a sandbox is stopped and removed again until `timeout`,
+    as kubeadm's reset retries its removals."""
     removed = []
     for sandbox in await cri.list_pod_sandbox():
-        await cri.stop_pod_sandbox(sandbox.id)
-        await cri.remove_pod_sandbox(sandbox.id)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                await cri.stop_pod_sandbox(sandbox.id)
+                await cri.remove_pod_sandbox(sandbox.id)
+                break
+            except CRIError as err:
+                if "starting state" not in str(err) or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.2)
         removed.append(sandbox.id)
     return removed
 

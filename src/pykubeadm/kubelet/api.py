@@ -1,7 +1,7 @@
 """The kubelet's thin async REST client (aiohttp, JSON dicts): requests, watches, and credentials that can be swapped.
 
 The kubelet talks to the API only through this module: the TLS bootstrap and certificate manager (CSRs), node status
-and Lease heartbeats, mirror Pods and SubjectAccessReviews. `KubeClient` is one set of credentials; `SwappableClient`
+and Lease heartbeats, mirror Pods and SubjectAccessReviews. The metrics server, which must stay small, uses it too. `KubeClient` is one set of credentials; `SwappableClient`
 is what the long-running loops hold, so a rotated client certificate takes effect for the next request while requests
 in flight finish on the old connection (no gap). Objects are plain dicts as the API serves them.
 
@@ -20,6 +20,7 @@ import ssl
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -85,13 +86,26 @@ class ClientConfig:
     ca_pem: bytes | None = None
     insecure: bool = False
     token: str | None = field(default=None, repr=False)
+    #: A file holding the bearer token, read again for every request (a Pod's rotated service-account token).
+    token_file: str | None = None
     cert_file: str | None = None
     key_file: str | None = None
     cert_pem: bytes | None = field(default=None, repr=False)
     key_pem: bytes | None = field(default=None, repr=False)
 
+    def bearer_token(self) -> str | None:
+        """The token to send now: the token file's current content, else `token`."""
+        if self.token_file:
+            try:
+                return Path(self.token_file).read_text().strip() or self.token
+            except OSError:
+                pass
+        return self.token
+
     def with_client_cert(self, cert_file: str, key_file: str) -> ClientConfig:
-        return replace(self, token=None, cert_file=cert_file, key_file=key_file, cert_pem=None, key_pem=None)
+        return replace(
+            self, token=None, token_file=None, cert_file=cert_file, key_file=key_file, cert_pem=None, key_pem=None
+        )
 
     def ssl_context(self) -> ssl.SSLContext:
         if self.insecure:
@@ -179,6 +193,15 @@ class KubeClient:
         self._on_response = on_response
         self._http: aiohttp.ClientSession | None = None
 
+    def _request_headers(self, accept: str | None) -> dict[str, str]:
+        """Per-request headers: the token file's current token, the Accept asked for."""
+        headers: dict[str, str] = {"Accept": accept} if accept else {}
+        if self.config.token_file:
+            token = self.config.bearer_token()
+            if token:
+                headers["Authorization"] = f"Bearer {token}"
+        return headers
+
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None:
             self._http = aiohttp.ClientSession(
@@ -210,11 +233,14 @@ class KubeClient:
         params: dict[str, Any] | None = None,
         content_type: str = "application/json",
         timeout: float | None = None,
+        accept: str | None = None,
     ) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"params": _query(params), "allow_redirects": False}
+        """`accept` replaces application/json (e.g. a PartialObjectMetadataList)."""
+        headers = self._request_headers(accept)
+        kwargs: dict[str, Any] = {"params": _query(params), "allow_redirects": False, "headers": headers}
         if body is not None:
             kwargs["data"] = json.dumps(body).encode()
-            kwargs["headers"] = {"Content-Type": content_type}
+            headers["Content-Type"] = content_type
         if timeout is not None:
             kwargs["timeout"] = self._timeouts(timeout)
         async with self._session().request(method, self._base + path, **kwargs) as resp:
@@ -227,8 +253,8 @@ class KubeClient:
         data = json.loads(content)
         return data if isinstance(data, dict) else {"items": data}
 
-    async def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        return await self.request("GET", path, params=params)
+    async def get(self, path: str, params: dict[str, Any] | None = None, accept: str | None = None) -> dict[str, Any]:
+        return await self.request("GET", path, params=params, accept=accept)
 
     async def post(self, path: str, body: Any) -> dict[str, Any]:
         return await self.request("POST", path, body=body)
@@ -269,7 +295,8 @@ class KubeClient:
         if label_selector:
             params["labelSelector"] = label_selector
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=timeout_seconds + 30.0)
-        async with self._session().get(self._base + path, params=params, timeout=timeout) as resp:
+        headers = self._request_headers(None)
+        async with self._session().get(self._base + path, params=params, timeout=timeout, headers=headers) as resp:
             await self._seen("GET", resp.status)
             if resp.status >= 400:
                 raise _error(resp.status, resp.reason or "", await resp.read())

@@ -15,8 +15,10 @@ are renewed by running `pykubeadm certs renew <name>` (the same command, reading
 for the key algorithm and validity, falling back to the defaults as it does). Per certificate: a log line and a Normal
 Event `CertificateRenewed` on the Node. After a round that renewed anything, each control-plane static Pod manifest
 gets the annotation `pykubeadm.io/certificates-renewed` (the renewal time), so the kubelet restarts those Pods with the
-new files (kubeadm's documentation: restart the control-plane Pods after renewing). A CA without its key (external CA
-mode) cannot sign: the task says so (log line and Warning Event) and stops.
+new files (kubeadm's documentation: restart the control-plane Pods after renewing). The annotation is the round's last
+write: a manifest that carries a round's stamp has every certificate that round renewed on disk already, so a restart
+loads them (and whoever waits for the restart may rely on it). A CA without its key (external CA mode) cannot sign:
+the task says so (log line and Warning Event) and stops.
 """
 
 from __future__ import annotations

@@ -92,6 +92,9 @@ _ARGS_META = "pykubeadm.kubelet.args"
     "run there. Unset, or no socket there: every Pod runs on the built-in runtime.",
 )
 @click.option("--pod-infra-container-image", help="Accepted for compatibility (the pause image).")
+@click.option("--image-gc-high-threshold", type=int, help="imageGCHighThresholdPercent (deprecated kubelet flag).")
+@click.option("--image-gc-low-threshold", type=int, help="imageGCLowThresholdPercent (deprecated kubelet flag).")
+@click.option("--minimum-image-ttl-duration", help="imageMinimumGCAge (deprecated kubelet flag).")
 @click.option(
     "--cni-conf-dir",
     help="The built-in runtime's CNI configuration directory (a node path, e.g. /etc/cni/net.d): Pods without "
@@ -154,6 +157,13 @@ _ARGS_META = "pykubeadm.kubelet.args"
     help="First CrashLoopBackOff delay in seconds (tests).",
 )
 @click.option(
+    "--image-gc-period",
+    type=float,
+    default=300.0,
+    hidden=True,
+    help="Seconds between image garbage collections (the kubelet's 5 minutes; tests).",
+)
+@click.option(
     "--flags-from-stdin",
     is_flag=True,
     hidden=True,
@@ -205,11 +215,12 @@ def command(ctx: click.Context, **opts: Any) -> None:
     root = _root_dir(ctx, opts.pop("node_root_dir"))
     layout = Layout(root=root)
     backoff = opts.pop("static_pod_backoff")
+    image_gc_period = opts.pop("image_gc_period")
     opts.pop("kubelet_root_dir")
     settings = resolve_settings(opts, layout)
     from pykubeadm.kubelet.kubelet import Kubelet
 
-    kubelet = Kubelet(settings, layout, backoff_initial=backoff)
+    kubelet = Kubelet(settings, layout, backoff_initial=backoff, image_gc_period=image_gc_period)
     log.info("starting kubelet %s for node %s (root %s)", kubelet.version, settings.node_name, root)
     gctuning.for_service()
     asyncio.run(_main(kubelet))

@@ -18,6 +18,7 @@ import yaml
 
 from pykubeadm import constants as c
 from pykubeadm.errors import ValidationError
+from pykubeadm.kubelet.imagegc import ImageGCPolicy
 from pykubeadm.util.goduration import parse_duration
 from pykubeadm.util.yamlload import load_yaml
 
@@ -83,6 +84,8 @@ class KubeletSettings:
     cni_conf_dir: str = ""
     cni_bin_dir: str = c.DEFAULT_CNI_BIN_DIR
     cni_cache_dir: str = c.DEFAULT_CNI_CACHE_DIR
+    #: imageGCHighThresholdPercent, imageGCLowThresholdPercent, imageMinimumGCAge, imageMaximumGCAge
+    image_gc: ImageGCPolicy = field(default_factory=ImageGCPolicy)
     raw_config: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -143,6 +146,12 @@ class KubeletSettings:
             cni_conf_dir=flags.get("cni_conf_dir") or "",
             cni_bin_dir=flags.get("cni_bin_dir") or c.DEFAULT_CNI_BIN_DIR,
             cni_cache_dir=flags.get("cni_cache_dir") or c.DEFAULT_CNI_CACHE_DIR,
+            image_gc=ImageGCPolicy.from_config(
+                {
+                    **config,
+                    **{key: flags[flag] for flag, key in _IMAGE_GC_FLAGS.items() if flags.get(flag) is not None},
+                }
+            ),
             raw_config=config,
         )
         if s.port <= 0 or s.port > 65535:
@@ -170,6 +179,14 @@ class KubeletSettings:
             if ip.is_loopback or self.healthz_bind_address == "0.0.0.0":
                 return self.node_ip
         return self.healthz_bind_address or "127.0.0.1"
+
+
+#: The kubelet's (deprecated) image GC flags → the KubeletConfiguration fields they set.
+_IMAGE_GC_FLAGS = {
+    "image_gc_high_threshold": "imageGCHighThresholdPercent",
+    "image_gc_low_threshold": "imageGCLowThresholdPercent",
+    "minimum_image_ttl_duration": "imageMinimumGCAge",
+}
 
 
 def _seconds(value: Any, default: float) -> float:

@@ -74,8 +74,9 @@ def load_client_config(path: Path, layout: Layout | None = None) -> ClientConfig
     if not server:
         raise KubeconfigError(f"kubeconfig {path} has no server in cluster {context.get('cluster')!r}")
     token = user.get("token")
-    if not token and user.get("tokenFile"):
-        token = Path(resolve(user["tokenFile"])).read_text().strip()
+    token_file = resolve(user["tokenFile"]) if not token and user.get("tokenFile") else None
+    if token_file:
+        token = Path(token_file).read_text().strip()
     cert_file = resolve(user["client-certificate"]) if user.get("client-certificate") else None
     key_file = resolve(user["client-key"]) if user.get("client-key") else None
     return ClientConfig(
@@ -83,6 +84,7 @@ def load_client_config(path: Path, layout: Layout | None = None) -> ClientConfig
         ca_pem=blob("certificate-authority-data", "certificate-authority", cluster),
         insecure=bool(cluster.get("insecure-skip-tls-verify")),
         token=token,
+        token_file=token_file,
         cert_file=cert_file,
         key_file=key_file,
         cert_pem=base64.b64decode(user["client-certificate-data"]) if user.get("client-certificate-data") else None,

@@ -45,6 +45,8 @@ from pykubeadm.kubelet.csr import (
     usages_for,
 )
 from pykubeadm.kubelet.events import EventRecorder
+from pykubeadm.kubelet.fsstats import ImageFsError, image_fs_stats
+from pykubeadm.kubelet.imagegc import IMAGE_GC_PERIOD, ImageGCManager
 from pykubeadm.kubelet.kubeconfig import (
     bootstrapped_kubeconfig,
     is_valid_client_kubeconfig,
@@ -61,6 +63,7 @@ from pykubeadm.kubelet.runtimeroute import connect_node_runtime
 from pykubeadm.kubelet.server import KubeletServer, healthz_app, serving_ssl_context
 from pykubeadm.kubelet.servicelinks import ServiceLinks
 from pykubeadm.kubelet.staticpods import StaticPodManager
+from pykubeadm.kubelet.statssummary import SummaryProvider
 from pykubeadm.layout import Layout
 from pykubeadm.util.fs import write_file_atomic
 
@@ -85,11 +88,19 @@ def pair_client_config(base: ClientConfig, pair: CertPair) -> ClientConfig:
 
 
 class Kubelet:
-    def __init__(self, settings: KubeletSettings, layout: Layout, *, backoff_initial: float = 10.0):
+    def __init__(
+        self,
+        settings: KubeletSettings,
+        layout: Layout,
+        *,
+        backoff_initial: float = 10.0,
+        image_gc_period: float = IMAGE_GC_PERIOD,
+    ):
         self.s = settings
         self.layout = layout
         self.version = kubelet_version(layout)
         self.backoff_initial = backoff_initial
+        self.image_gc_period = image_gc_period
         self.cert_dir = layout.host(settings.cert_dir)
         self.node_ip = settings.node_ip or "127.0.0.1"
         self.static_pods: StaticPodManager | None = None
@@ -241,6 +252,11 @@ class Kubelet:
                 self._spawn(self.cert_renewer.run())
             if self.s.kubeconfig:
                 self.runtime = await connect_node_runtime(self.s.container_runtime_endpoint, self.layout)
+                if self.runtime is not None:  # the built-in runtime has no images to collect
+                    gc = ImageGCManager(
+                        self.runtime, self.s.image_gc, self.events, sandbox_images=[self.s.pod_infra_container_image]
+                    )
+                    self._spawn(gc.run(self.image_gc_period))
                 await self._start_api_side()
             else:
                 log.info("no --kubeconfig: running in standalone mode (static Pods only)")
@@ -431,8 +447,28 @@ class Kubelet:
             metrics=self.metrics,
             resource_targets=lambda: container_targets(self._workers()),
             runtime_targets=self._runtime_targets,
+            summary=SummaryProvider(
+                self.s.node_name,
+                targets=self._all_targets,
+                pods=self.pod_list,
+                image_fs=self._image_fs,
+                root_dir=self.layout.kubelet_dir,
+            ),
         )
         await self._listen(server.app(), self.s.serve_address, self.s.port, self._serving_ctx)
+
+    async def _all_targets(self) -> list[ContainerTarget]:
+        return container_targets(self._workers()) + await self._runtime_targets()
+
+    async def _image_fs(self) -> dict[str, Any] | None:
+        """The CRI runtime's image filesystem (/stats/summary's runtime.imageFs), None without one."""
+        if self.runtime is None:
+            return None
+        try:
+            return await image_fs_stats(self.runtime)
+        except (CRIError, ImageFsError) as e:
+            log.info("image filesystem stats from the runtime: %s", e)
+            return None
 
     async def _runtime_targets(self) -> list[ContainerTarget]:
         """The running containers of the CRI runtime, measured by it (ListContainerStats)."""
@@ -461,7 +497,13 @@ class Kubelet:
             cpu = s.cpu.usage_core_nano_seconds.value / 1e9
             out.append(
                 ContainerTarget(
-                    ct.name, w.namespace, w.name, 0, measured=(cpu, s.memory.working_set_bytes.value, ct.started_epoch)
+                    ct.name,
+                    w.namespace,
+                    w.name,
+                    0,
+                    measured=(cpu, s.memory.working_set_bytes.value, ct.started_epoch),
+                    stats=s,
+                    log_path=ct.log_path(),
                 )
             )
         return out

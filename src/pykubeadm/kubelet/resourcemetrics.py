@@ -31,10 +31,14 @@ from prometheus_client.registry import Collector
 
 __all__ = [
     "ContainerTarget",
+    "ContainerUsage",
+    "NodeUsage",
     "ProcStat",
     "ResourceMetricsCollector",
+    "Scrape",
     "container_targets",
     "container_trees",
+    "measure",
     "read_processes",
     "render_resource_metrics",
 ]
@@ -58,6 +62,10 @@ class ContainerTarget:
     #: A CRI runtime's container, measured by the runtime (ListContainerStats): (CPU seconds, working-set bytes,
     #: start time in seconds since the epoch); no process tree is read for it.
     measured: tuple[float, int, float] | None = None
+    #: The runtime's ContainerStats of a CRI container (memory detail, writable layer) for /stats/summary.
+    stats: Any = None
+    #: The container's current log file (/stats/summary's `logs`), where the worker knows it.
+    log_path: Path | None = None
 
 
 def _cgroup_reader(worker: Any, container_id: str) -> Callable[[], tuple[float, int] | None] | None:
@@ -67,10 +75,17 @@ def _cgroup_reader(worker: Any, container_id: str) -> Callable[[], tuple[float, 
     return lambda: containment.usage(container_id)
 
 
+def _log_path(ct: Any) -> Path | None:
+    log_path = getattr(ct, "log_path", None)
+    return Path(log_path()) if callable(log_path) else None
+
+
 def container_targets(workers: Iterable[Any]) -> list[ContainerTarget]:
     """The running containers (init containers too) of the kubelet's PodWorkers."""
     return [
-        ContainerTarget(ct.name, w.namespace, w.full_name, ct.pid, _cgroup_reader(w, ct.container_id))
+        ContainerTarget(
+            ct.name, w.namespace, w.full_name, ct.pid, _cgroup_reader(w, ct.container_id), log_path=_log_path(ct)
+        )
         for w in workers
         for ct in w.all_containers()
         if ct.pid is not None
@@ -179,6 +194,81 @@ def _boot_time(proc: Path) -> float:
     return time.time() - time.monotonic()
 
 
+@dataclass(frozen=True)
+class NodeUsage:
+    """The node's figures: busy CPU seconds and memory working set / in use (total less free) / available / swap in
+    use, in bytes."""
+
+    cpu_seconds: float
+    working_set: int
+    usage: int
+    available: int
+    swap: int
+
+
+@dataclass(frozen=True)
+class ContainerUsage:
+    """One running container's figures: CPU seconds, working set and resident bytes, start time (epoch seconds)."""
+
+    target: ContainerTarget
+    cpu_seconds: float
+    working_set: int
+    rss: int
+    start_time: float
+
+
+@dataclass(frozen=True)
+class Scrape:
+    """One measurement: the node (None when /proc could not tell), each running container, the boot time (epoch
+    seconds), and whether anything could not be read (resource_scrape_error)."""
+
+    node: NodeUsage | None
+    containers: list[ContainerUsage]
+    boot: float
+    error: bool
+
+
+def measure(targets: list[ContainerTarget], proc: Path = Path("/proc")) -> Scrape:
+    """The node and each running container (those exited since their worker last looked are left out); blocking:
+    reads /proc. Shared by /metrics/resource and /stats/summary (kubelet.statssummary)."""
+    node: NodeUsage | None = None
+    error = False
+    try:
+        mem = _meminfo(proc)
+        used = mem["MemTotal"] - mem["MemFree"]
+        node = NodeUsage(
+            _node_cpu_seconds(proc),
+            max(used - mem.get("Inactive(file)", 0), 0),
+            used,
+            mem.get("MemAvailable", mem["MemFree"]),
+            mem.get("SwapTotal", 0) - mem.get("SwapFree", 0),
+        )
+        boot = _boot_time(proc)
+    except (OSError, KeyError, ValueError, IndexError):
+        error, boot = True, time.time() - time.monotonic()
+    try:
+        procs = read_processes(proc)
+    except OSError:
+        procs, error = {}, True
+    trees = container_trees([t.pid for t in targets if t.measured is None], procs, proc)
+    out: list[ContainerUsage] = []
+    for t in targets:
+        if t.measured is not None:
+            cpu, working_set, started = t.measured
+            out.append(ContainerUsage(t, cpu, working_set, working_set, started))
+            continue
+        tree = trees.get(t.pid) or []
+        if not tree:
+            continue  # exited since the worker last looked
+        cpu = sum(p.cpu_ticks for p in tree) / _TICKS
+        rss = working_set = sum(p.rss_pages for p in tree) * _PAGE
+        measured = t.cgroup_usage() if t.cgroup_usage is not None else None
+        if measured is not None:  # the container's cgroup counts what its processes counted, and what they left
+            cpu, working_set = measured
+        out.append(ContainerUsage(t, cpu, working_set, rss, boot + tree[0].start_ticks / _TICKS))
+    return Scrape(node, out, boot, error)
+
+
 class ResourceMetricsCollector(Collector):
     """Collects the resource metrics of the node and of `targets()` (the running containers) when scraped."""
 
@@ -188,7 +278,6 @@ class ResourceMetricsCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         now = time.time()
-        error = 0.0
         node_cpu = CounterMetricFamily(
             "node_cpu_usage_seconds_total", "Cumulative cpu time consumed by the node in core-seconds"
         )
@@ -217,56 +306,28 @@ class ResourceMetricsCollector(Collector):
         pod_mem = GaugeMetricFamily(
             "pod_memory_working_set_bytes", "Current working set of the pod in bytes", labels=_POD_LABELS
         )
-        try:
-            mem = _meminfo(self.proc)
-            node_cpu.add_metric((), _node_cpu_seconds(self.proc), timestamp=now)
-            used = mem["MemTotal"] - mem["MemFree"] - mem.get("Inactive(file)", 0)
-            node_mem.add_metric((), float(max(used, 0)), timestamp=now)
-            node_swap.add_metric((), float(mem.get("SwapTotal", 0) - mem.get("SwapFree", 0)), timestamp=now)
-            boot = _boot_time(self.proc)
-        except (OSError, KeyError, ValueError, IndexError):
-            error, boot = 1.0, time.time() - time.monotonic()
-        targets = self.targets()
-        try:
-            procs = read_processes(self.proc)
-        except OSError:
-            procs, error = {}, 1.0
-        trees = container_trees([t.pid for t in targets if t.measured is None], procs, self.proc)
+        scrape = measure(self.targets(), self.proc)
+        if scrape.node is not None:
+            node_cpu.add_metric((), scrape.node.cpu_seconds, timestamp=now)
+            node_mem.add_metric((), float(scrape.node.working_set), timestamp=now)
+            node_swap.add_metric((), float(scrape.node.swap), timestamp=now)
         pods: dict[tuple[str, str], list[int]] = {}  # (namespace, pod) → [CPU ticks, resident pages]
-        for t in targets:
+        for u in scrape.containers:
+            t = u.target
             labels = (t.container, t.namespace, t.pod)
-            if t.measured is not None:
-                cpu, working_set, started = t.measured
-                ct_cpu.add_metric(labels, cpu, timestamp=now)
-                ct_mem.add_metric(labels, float(working_set), timestamp=now)
-                ct_start.add_metric(labels, started, timestamp=now)
-                totals = pods.setdefault((t.namespace, t.pod), [0, 0])
-                totals[0] += round(cpu * _TICKS)
-                totals[1] += working_set // _PAGE
-                continue
-            tree = trees.get(t.pid) or []
-            if not tree:
-                continue  # exited since the worker last looked
-            ticks = sum(p.cpu_ticks for p in tree)
-            pages = sum(p.rss_pages for p in tree)
-            cpu, rss = ticks / _TICKS, float(pages * _PAGE)
-            measured = t.cgroup_usage() if t.cgroup_usage is not None else None
-            if measured is not None:  # the container's cgroup counts what its processes counted, and what they left
-                cpu, rss = measured[0], float(measured[1])
-                ticks, pages = round(cpu * _TICKS), measured[1] // _PAGE
-            ct_cpu.add_metric(labels, cpu, timestamp=now)
-            ct_mem.add_metric(labels, rss, timestamp=now)
-            ct_start.add_metric(labels, boot + tree[0].start_ticks / _TICKS, timestamp=now)
+            ct_cpu.add_metric(labels, u.cpu_seconds, timestamp=now)
+            ct_mem.add_metric(labels, float(u.working_set), timestamp=now)
+            ct_start.add_metric(labels, u.start_time, timestamp=now)
             totals = pods.setdefault((t.namespace, t.pod), [0, 0])
-            totals[0] += ticks
-            totals[1] += pages
+            totals[0] += round(u.cpu_seconds * _TICKS)
+            totals[1] += u.working_set // _PAGE
         for (namespace, pod), (ticks, pages) in sorted(pods.items()):
             pod_cpu.add_metric((namespace, pod), ticks / _TICKS, timestamp=now)
             pod_mem.add_metric((namespace, pod), float(pages * _PAGE), timestamp=now)
         yield from (node_cpu, node_mem, node_swap, ct_cpu, ct_mem, ct_start, pod_cpu, pod_mem)
         for name in ("scrape_error", "resource_scrape_error"):
             family = GaugeMetricFamily(name, "1 if there was an error while getting container metrics, 0 otherwise")
-            family.add_metric((), error)
+            family.add_metric((), 1.0 if scrape.error else 0.0)
             yield family
 
 

@@ -5,7 +5,8 @@ else a bearer token checked by TokenReview (webhook), else `system:anonymous` if
 Authorisation (mode Webhook) asks the API with a SubjectAccessReview, as the real kubelet does: resource `nodes`,
 name = node, subresource by path (`/pods`, `/healthz` and others → `proxy`; `/stats` → `stats`; `/metrics` →
 `metrics`; `/logs` → `log`; `/spec` → `spec`), verb from the method. Served paths: /healthz, /pods, /runningpods/,
-/metrics and /metrics/resource (kubelet/metrics.py, kubelet/resourcemetrics.py),
+/metrics and /metrics/resource (kubelet/metrics.py, kubelet/resourcemetrics.py), /stats/summary
+(kubelet/statssummary.py),
 /containerLogs/{namespace}/{pod}/{container} (kubelet/logs.py), and with a container locator the streaming API:
 /exec, /attach, /portForward (kubelet/streaming/; nodes/proxy, `create` for SPDY's POST, `get` for WebSocket's GET).
 """
@@ -28,6 +29,7 @@ from pykubeadm.errors import CertError
 from pykubeadm.kubelet.logs import LogLocator, container_logs_handler
 from pykubeadm.kubelet.metrics import CONTENT_TYPE, KubeletMetrics
 from pykubeadm.kubelet.resourcemetrics import ContainerTarget, render_resource_metrics
+from pykubeadm.kubelet.statssummary import SummaryProvider
 from pykubeadm.kubelet.streaming import ContainerLocator, ContainerRef, add_streaming_routes
 from pykubeadm.pki.certs import parse_certs_pem
 from pykubeadm.pki.verify import verify_client_certificate
@@ -81,6 +83,7 @@ class KubeletServer:
         metrics: KubeletMetrics | None = None,
         resource_targets: Callable[[], list[ContainerTarget]] | None = None,
         runtime_targets: Callable[[], Awaitable[list[ContainerTarget]]] | None = None,
+        summary: SummaryProvider | None = None,
     ):
         self.node_name = node_name
         self.client = client
@@ -93,6 +96,7 @@ class KubeletServer:
         self.metrics = metrics
         self.resource_targets = resource_targets
         self.runtime_targets = runtime_targets  # CRI containers, measured by the runtime
+        self.summary = summary
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._auth_middleware])
@@ -104,6 +108,8 @@ class KubeletServer:
             app.router.add_get("/metrics", self._metrics)
         if self.resource_targets is not None:
             app.router.add_get("/metrics/resource", self._resource_metrics)
+        if self.summary is not None:
+            app.router.add_get("/stats/summary", self._stats_summary)
         if self.logs is not None:
             app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs_handler(self.logs))
         if self.containers is not None:
@@ -135,6 +141,12 @@ class KubeletServer:
             targets += await self.runtime_targets()
         body = await asyncio.to_thread(render_resource_metrics, targets)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+    async def _stats_summary(self, request: web.Request) -> web.Response:
+        assert self.summary is not None
+        only = request.query.getall("only_cpu_and_memory", [])
+        summary = await self.summary.summary(only_cpu_and_memory=only == ["true"])
+        return web.json_response(summary)
 
     async def _healthz(self, _: web.Request) -> web.Response:
         return web.Response(text="ok")

@@ -116,7 +116,8 @@ class LoadBalancer:
             "    balance roundrobin",
             "    option httpchk GET /readyz",
             "    http-check expect status 200",
-            "    default-server inter 1s fall 2 rise 2 check check-ssl verify none",
+            # fall 3: an etcd leader election (readyz's etcd check fails for up to ~2 s) takes no apiserver out.
+            "    default-server inter 1s fall 3 rise 2 check check-ssl verify none",
         ]
         lines += [f"    server {name} {addr}:{self.port}" for name, addr in sorted(servers.items())]
         return "\n".join(lines) + "\n"

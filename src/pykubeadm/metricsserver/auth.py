@@ -20,14 +20,11 @@ from dataclasses import dataclass
 
 from aiohttp import web
 from cryptography import x509
-from lightkube import AsyncClient
-from lightkube.models.authorization_v1 import ResourceAttributes, SubjectAccessReviewSpec
-from lightkube.resources.core_v1 import ConfigMap
 
 from pykubeadm import constants as c
 from pykubeadm.apiserver.authn.requestheader import RequestHeaderAuthenticator, RequestHeaderConfig
 from pykubeadm.apiserver.authn.user import AuthenticationError, AuthRequest
-from pykubeadm.controllers.app.delegatedauth import DelegatingAuth, User
+from pykubeadm.controllers.app.delegatedauth import AUTH_CONFIGMAP_PATH, ApiClient, DelegatingAuth, User
 from pykubeadm.errors import CertError
 from pykubeadm.pki.certs import parse_certs_pem
 from pykubeadm.util.tlsclientauth import peer_certificates
@@ -68,7 +65,7 @@ def _json_list(text: str | None) -> tuple[str, ...]:
 class ExtensionAuth:
     """Front-proxy headers, else DelegatingAuth; SubjectAccessReviews of resource attributes."""
 
-    def __init__(self, client: AsyncClient, delegating: DelegatingAuth) -> None:
+    def __init__(self, client: ApiClient, delegating: DelegatingAuth) -> None:
         self.client = client
         self.delegating = delegating
         self._requestheader: RequestHeaderAuthenticator | None = None
@@ -80,14 +77,12 @@ class ExtensionAuth:
     async def load_requestheader(self) -> bool:
         """Read the front-proxy trust from extension-apiserver-authentication; False when it is not there (yet)."""
         try:
-            cm = await self.client.get(
-                ConfigMap, c.EXTENSION_APISERVER_AUTHENTICATION_CONFIGMAP, namespace=c.NAMESPACE_SYSTEM
-            )
+            cm = await self.client.get(AUTH_CONFIGMAP_PATH)
         except Exception as err:
             log.warning("Unable to get configmap/%s in kube-system: %s", c.EXTENSION_APISERVER_AUTHENTICATION_CONFIGMAP,
                         err)  # fmt: skip
             return False
-        data = cm.data or {}
+        data = cm.get("data") or {}
         pem = data.get("requestheader-client-ca-file")
         if not pem:
             log.warning("cluster doesn't provide requestheader-client-ca-file in configmap/%s in kube-system, so "
@@ -132,16 +127,12 @@ class ExtensionAuth:
             return await self.delegating.authorize(user, verb, path)
         if self.delegating.authorization_client is None:
             return False
-        spec = SubjectAccessReviewSpec(
-            user=user.name,
-            groups=list(user.groups),
-            uid=user.uid or None,
-            resourceAttributes=ResourceAttributes(
-                verb=res.verb, group=res.group, version=res.version, resource=res.resource,
-                namespace=res.namespace or None, name=res.name or None,
-            ),
-        )  # fmt: skip
-        return await self.delegating.review((user, res), spec)
+        attributes = {"verb": res.verb, "group": res.group, "version": res.version, "resource": res.resource}
+        if res.namespace:
+            attributes["namespace"] = res.namespace
+        if res.name:
+            attributes["name"] = res.name
+        return await self.delegating.review((user, res), user, {"resourceAttributes": attributes})
 
     def middleware(
         self, resource_of: Callable[[web.Request], ResourceRequest | None]

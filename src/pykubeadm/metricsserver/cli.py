@@ -5,6 +5,9 @@ The API connection is --kubeconfig, else the Pod's in-cluster credentials (the s
 request, as client-go's InClusterConfig; the Pod's projected volume is found beside --cert-dir's volume when the
 kubelet ran the Pod without a mount namespace). The kubelets are scraped with the same token, over TLS verified with
 --kubelet-certificate-authority (else the cluster CA), or not at all with --kubelet-insecure-tls.
+
+The program keeps to aiohttp for all its HTTP, the kubelet's small API client (kubelet.api) included: no lightkube,
+httpx or msgspec in its memory (tests/unit/metricsserver/test_footprint.py).
 """
 
 from __future__ import annotations
@@ -13,12 +16,16 @@ import logging
 import os
 import ssl
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from pykubeadm.controllers.app.flags import GoDuration, bool_flag
+
+if TYPE_CHECKING:
+    from pykubeadm.kubelet.api import ClientConfig
 
 __all__ = ["command"]
 
@@ -83,7 +90,7 @@ def command(**opts: Any) -> None:
     except ValueError as err:
         click.echo(f"Error: unable to construct client config: {err}", err=True)
         sys.exit(1)
-    from pykubeadm.client import async_client
+    from pykubeadm.kubelet.api import KubeClient
     from pykubeadm.metricsserver.server import MetricsServer, ServerOptions, new_auth
     from pykubeadm.util import aio
 
@@ -102,7 +109,7 @@ def command(**opts: Any) -> None:
     )
 
     async def main() -> None:
-        client = async_client(cfg, field_manager="metrics-server")
+        client = KubeClient(cfg, timeout=10.0, user_agent="metrics-server/pykubeadm")
         server = MetricsServer(client, new_auth(client), token, server_opts)
         await server.run()
 
@@ -113,43 +120,41 @@ def command(**opts: Any) -> None:
         sys.exit(1)
 
 
-def _connection(kubeconfig: str, cert_dir: Path) -> tuple[Any, Any]:
-    """(KubeConfig, token()): --kubeconfig, else in-cluster."""
-    from pykubeadm.dns.plugins.kubernetes.credentials import kube_config
+def _connection(kubeconfig: str, cert_dir: Path) -> tuple[ClientConfig, Callable[[], str]]:
+    """(ClientConfig, token()): --kubeconfig, else in-cluster; ValueError saying what is missing."""
+    from pykubeadm.kubelet.api import ClientConfig
 
-    cfg = kube_config(
-        kubeconfig=kubeconfig or None,
-        context=None,
-        endpoint=None,
-        corefile_path=str(cert_dir / "apiserver.crt"),
-        env=dict(os.environ),
-    )
-    ctx = cfg.contexts.get(cfg.current_context) if cfg.current_context else None
-    user = cfg.users.get(ctx.user) if ctx is not None and ctx.user else None
+    if kubeconfig:
+        from pykubeadm.errors import KubeconfigError
+        from pykubeadm.kubelet.kubeconfig import load_client_config
 
-    def token() -> str:
-        if user is not None and user.token_file:
-            try:
-                return Path(user.token_file).read_text().strip()
-            except OSError:
-                pass
-        return (user.token if user is not None else None) or ""
+        try:
+            cfg = load_client_config(Path(kubeconfig))
+        except (KubeconfigError, OSError) as err:
+            raise ValueError(str(err)) from err
+    else:
+        from pykubeadm.util.incluster import find_service_account_dir, in_cluster_server
 
-    return cfg, token
+        server, sa_dir = in_cluster_server(os.environ, find_service_account_dir(str(cert_dir / "apiserver.crt")))
+        try:
+            ca = (sa_dir / "ca.crt").read_bytes()
+        except OSError as err:
+            raise ValueError(f"open {sa_dir / 'ca.crt'}: {err.strerror}") from err
+        cfg = ClientConfig(server=server, ca_pem=ca, token_file=str(sa_dir / "token"))
+    return cfg, lambda: cfg.bearer_token() or ""
 
 
-def _kubelet_context(opts: dict[str, Any], cfg: Any) -> ssl.SSLContext:
+def _kubelet_context(opts: dict[str, Any], cfg: ClientConfig) -> ssl.SSLContext:
     from pykubeadm.util.tlscontext import insecure_client_context
 
     if opts["kubelet_insecure_tls"]:
         return insecure_client_context()
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ca = opts["kubelet_certificate_authority"]
-    if not ca:
-        cluster = cfg.clusters.get(cfg.contexts[cfg.current_context].cluster) if cfg.current_context else None
-        ca = cluster.certificate_auth if cluster is not None else ""
     if ca:
         ctx.load_verify_locations(cafile=ca)
+    elif cfg.ca_pem:
+        ctx.load_verify_locations(cadata=cfg.ca_pem.decode())
     else:
         ctx.load_default_certs()
     return ctx

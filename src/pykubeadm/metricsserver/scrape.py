@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 DEFAULT_ADDRESS_TYPES = ("Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP")
 
 
-@dataclass
+@dataclass(slots=True)
 class NodePoint:
     """One measurement of a node: cumulative CPU core-seconds and working set bytes at `timestamp` (seconds)."""
 
@@ -37,7 +37,7 @@ class NodePoint:
     memory: float | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class ContainerPoint:
     """One measurement of a container, with the time it started (seconds since the epoch)."""
 

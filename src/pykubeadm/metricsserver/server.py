@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from lightkube import AsyncClient
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from pykubeadm import constants as c
 from pykubeadm.controllers.app.delegatedauth import DelegatingAuth
+from pykubeadm.kubelet.api import KubeClient
 from pykubeadm.metricsserver.api import MetricsAPI, resource_request
 from pykubeadm.metricsserver.auth import ExtensionAuth
 from pykubeadm.metricsserver.scrape import Scraper
@@ -120,12 +120,15 @@ class _Metrics:
 
 #: Pods are listed as metadata only (metrics-server's metadata informer): names, namespaces and labels are all it needs.
 _METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+#: Pods are listed in pages of this many (as client-go's pager does): what one list holds at once is one page,
+#: however many Pods the cluster runs.
+POD_PAGE = 50
 
 
 class MetricsServer:
     """Watches Nodes and Pods through `client`, scrapes with `token()`, serves on the secure port."""
 
-    def __init__(self, client: AsyncClient, auth: ExtensionAuth, token: Any, opts: ServerOptions) -> None:
+    def __init__(self, client: KubeClient, auth: ExtensionAuth, token: Any, opts: ServerOptions) -> None:
         self.client = client
         self.auth = auth
         self.opts = opts
@@ -155,29 +158,36 @@ class MetricsServer:
 
         A list per resolution rather than a watch: the lab's Pods reach the API through kube-proxy's Service
         address, where a watch's events may be held back; a fresh list is never staler than the scrape it serves."""
-        http = self.client._client._client  # lightkube's httpx client: plain JSON, no model decoding
-        nodes_resp, pods_resp = await asyncio.gather(
-            http.get("/api/v1/nodes"), http.get("/api/v1/pods", headers={"Accept": _METADATA_LIST})
-        )
-        nodes_resp.raise_for_status()
-        pods_resp.raise_for_status()
+        node_list, pods = await asyncio.gather(self.client.get("/api/v1/nodes"), self._list_pods())
         nodes: dict[str, dict[str, Any]] = {}
-        for n in nodes_resp.json().get("items") or []:
+        for n in node_list.get("items") or []:
             meta = n.get("metadata") or {}
+            status = n.get("status") or {}
             nodes[meta["name"]] = {
                 "name": meta["name"],
                 "labels": meta.get("labels") or {},
-                "object": {"metadata": {"name": meta["name"]}, "status": n.get("status") or {}},
-            }
-        pods: dict[str, dict[str, Any]] = {}
-        for p in pods_resp.json().get("items") or []:
-            meta = p.get("metadata") or {}
-            pods[f"{meta.get('namespace')}/{meta.get('name')}"] = {
-                "name": meta.get("name", ""),
-                "namespace": meta.get("namespace", ""),
-                "labels": meta.get("labels") or {},
-            }
+                # what the scraper reads of the status; not its images, conditions or capacity
+                "object": {"metadata": {"name": meta["name"]},
+                           "status": {k: status[k] for k in ("addresses", "daemonEndpoints") if k in status}},
+            }  # fmt: skip
         self.nodes, self.pods = nodes, pods
+
+    async def _list_pods(self) -> dict[str, dict[str, Any]]:
+        """namespace/name → the Pod's name, namespace and labels, listed page by page."""
+        pods: dict[str, dict[str, Any]] = {}
+        params: dict[str, Any] = {"limit": POD_PAGE}
+        while True:
+            page = await self.client.get("/api/v1/pods", params, accept=_METADATA_LIST)
+            for p in page.get("items") or []:
+                meta = p.get("metadata") or {}
+                pods[f"{meta.get('namespace')}/{meta.get('name')}"] = {
+                    "name": meta.get("name", ""),
+                    "namespace": meta.get("namespace", ""),
+                    "labels": meta.get("labels") or {},
+                }
+            params["continue"] = (page.get("metadata") or {}).get("continue")
+            if not params["continue"]:
+                return pods
 
     async def scrape_once(self) -> None:
         start = time.monotonic()
@@ -240,7 +250,7 @@ class MetricsServer:
             await self.auth.close()
 
 
-def new_auth(client: AsyncClient) -> ExtensionAuth:
+def new_auth(client: KubeClient) -> ExtensionAuth:
     """The extension API server's authentication and authorization, both through `client`."""
     delegating = DelegatingAuth(authentication_client=client, authorization_client=client)
     return ExtensionAuth(client, delegating)

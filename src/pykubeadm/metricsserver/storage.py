@@ -1,12 +1,12 @@
 """The metrics server's storage: the last two points per node and per container, turned into usage.
 
-As metrics-server's storage: each scrape's points replace the older of the two kept, and usage is the CPU rate
-between them (cumulative core-seconds over their interval, in nanocores) and the later working set; `window` is that
-interval and `timestamp` the later point's time. A container that restarted between the two points (its start time
-moved past the earlier point) is rated from its start. A node or Pod seen in only one scrape has no usage yet;
-a Pod is served only when every container it reported has usage. Quantities are formatted as apimachinery's
-canonical form: CPU `NewScaledQuantity(nanocores, -9)` (`2295417n`, `5m`), memory `NewQuantity(bytes, BinarySI)`
-(`12764Ki`).
+As metrics-server's storage: each scrape's points (slotted objects: what is kept grows with the number of containers)
+replace the older of the two kept, and usage is the CPU rate between them (cumulative core-seconds over their
+interval, in nanocores) and the later working set; `window` is that interval and `timestamp` the later point's time.
+A container that restarted between the two points (its start time moved past the earlier point) is rated from its
+start. A node or Pod seen in only one scrape has no usage yet; a Pod is served only when every container it reported
+has usage. Quantities are formatted as apimachinery's canonical form: CPU `NewScaledQuantity(nanocores, -9)`
+(`2295417n`, `5m`), memory `NewQuantity(bytes, BinarySI)` (`12764Ki`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def format_memory(size: int) -> str:
     return str(size)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Usage over `window` seconds ending at `timestamp`: CPU nanocores and memory bytes."""
 

@@ -16,7 +16,17 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 
-__all__ = ["RawConnection", "proxy_upgrade", "read_response_head", "splice", "switch_protocols"]
+__all__ = [
+    "UPGRADE_REQUEST_HEADERS",
+    "UPGRADE_RESPONSE_HEADERS",
+    "RawConnection",
+    "proxy_upgrade",
+    "read_body",
+    "read_response_head",
+    "request_upgrade",
+    "splice",
+    "switch_protocols",
+]
 
 _HIGH_WATER = 1024 * 1024
 _HEAD_LIMIT = 64 * 1024
@@ -158,25 +168,43 @@ async def read_response_head(reader: asyncio.StreamReader) -> tuple[int, list[tu
     return status, headers
 
 
+async def request_upgrade(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    method: str,
+    target: str,
+    host: str,
+    headers: list[tuple[str, str]],
+) -> tuple[int, list[tuple[str, str]]]:
+    """Send an upgrade request (no body) on a dialled connection; the answer's status and headers."""
+    head = [f"{method} {target} HTTP/1.1", f"Host: {host}", "Content-Length: 0", *(f"{k}: {v}" for k, v in headers)]
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+    await writer.drain()
+    return await read_response_head(reader)
+
+
+async def read_body(reader: asyncio.StreamReader, headers: list[tuple[str, str]]) -> bytes:
+    """The body of a response that did not upgrade (at most 64 KiB, waiting at most 10 s; b"" when it breaks off)."""
+    length = next((int(v) for k, v in headers if k.lower() == "content-length" and v.isdigit()), None)
+    with contextlib.suppress(asyncio.IncompleteReadError, TimeoutError, ConnectionError):
+        return await asyncio.wait_for(
+            reader.readexactly(min(length, _HEAD_LIMIT)) if length is not None else reader.read(_HEAD_LIMIT), 10
+        )
+    return b""
+
+
 async def proxy_upgrade(request: web.Request, host: str, port: int, target: str) -> web.StreamResponse:
     """Send `request`'s upgrade (its method, the upgrade headers) to http://host:port`target`; on 101 answer the
     client with the other side's 101 and splice both connections until either ends; otherwise pass the other side's
     status and body back. OSError when the other side cannot be dialled."""
     reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 10)
     try:
-        head = [f"{request.method} {target} HTTP/1.1", f"Host: {host}:{port}", "Content-Length: 0"]
-        head += [f"{k}: {v}" for k, v in request.headers.items() if k.lower() in UPGRADE_REQUEST_HEADERS]
-        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-        await writer.drain()
-        status, headers = await asyncio.wait_for(read_response_head(reader), 30)
+        forwarded = [(k, v) for k, v in request.headers.items() if k.lower() in UPGRADE_REQUEST_HEADERS]
+        status, headers = await asyncio.wait_for(
+            request_upgrade(reader, writer, request.method, target, f"{host}:{port}", forwarded), 30
+        )
         if status != 101:
-            length = next((int(v) for k, v in headers if k.lower() == "content-length" and v.isdigit()), None)
-            body = b""
-            with contextlib.suppress(asyncio.IncompleteReadError, TimeoutError):
-                body = await asyncio.wait_for(
-                    reader.readexactly(min(length, _HEAD_LIMIT)) if length is not None else reader.read(_HEAD_LIMIT),
-                    10,
-                )
+            body = await read_body(reader, headers)
             ctype = next((v for k, v in headers if k.lower() == "content-type"), "text/plain; charset=utf-8")
             return web.Response(status=status, body=body, headers={"Content-Type": ctype})
         resp, conn = await switch_protocols(

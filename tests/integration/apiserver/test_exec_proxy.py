@@ -362,8 +362,10 @@ def test_exec_needs_create_on_pods_exec(cluster, minor: int) -> None:  # type: i
     ), res.stderr
 
 
-def test_python_client_exec_v4(cluster) -> None:  # type: ignore[no-untyped-def]
-    """The official Python client's `stream` (WebSocket, v4.channel.k8s.io) through the same proxy."""
+@pytest.mark.parametrize("protocol", ["v5.channel.k8s.io", "v4.channel.k8s.io"])
+def test_python_client_exec(cluster, protocol: str) -> None:  # type: ignore[no-untyped-def]
+    """The official Python client's `stream` (WebSocket): v5 translated to SPDY by the API server, v4 through to the
+    kubelet's own WebSocket server."""
     api, _, _ = cluster
     from kubernetes import client
     from kubernetes.stream import stream
@@ -381,7 +383,9 @@ def test_python_client_exec_v4(cluster) -> None:  # type: ignore[no-untyped-def]
             stdout=True,
             tty=False,
             _preload_content=False,
+            _headers={"sec-websocket-protocol": protocol},
         )
+        assert resp.subprotocol == protocol
         resp.run_forever(timeout=30)
         assert resp.read_stdout() == "out\n"
         assert resp.read_stderr() == "err\n"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,7 @@ from pykubeadm.containerd.daemon import ContainerdProcess, remove_all_pods
 from pykubeadm.containerd.images import import_archive, preload_pause_image
 from pykubeadm.cri.client import CRIClient
 from pykubeadm.layout import Layout
+from pykubeadm.testing.apiserver import ApiServer, running_apiserver
 from pykubeadm.testing.images import BUSYBOX, write_busybox_image
 
 BUSYBOX_IMAGE = "pykubeadm.test/busybox:1.35"
@@ -59,3 +60,16 @@ async def containerd(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
 async def cri(containerd: ContainerdProcess) -> AsyncIterator[CRIClient]:
     async with CRIClient(containerd.endpoint, timeout=60) as client:
         yield client
+
+
+@pytest.fixture(scope="module")
+def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+    """A real apiserver per test module (free loopback port), with the default ServiceAccount Pods need."""
+    with running_apiserver(tmp_path_factory.mktemp("apiserver")) as server:
+        server.kubectl(
+            "apply",
+            "-f",
+            "-",
+            input="{apiVersion: v1, kind: ServiceAccount, metadata: {name: default, namespace: default}}",
+        )
+        yield server

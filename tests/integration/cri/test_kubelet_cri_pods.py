@@ -13,6 +13,9 @@ import asyncio
 import base64
 import itertools
 import json
+import os
+import re
+import signal
 import ssl
 import subprocess
 import time
@@ -31,7 +34,7 @@ from pykubeadm.containerd.images import import_archive
 from pykubeadm.containerd.ociimage import ImageConfig, LayerFile, write_oci_archive
 from pykubeadm.cri.client import CRIClient
 from pykubeadm.cri.v1 import api_pb2 as api
-from pykubeadm.testing.apiserver import ApiServer, free_port, running_apiserver
+from pykubeadm.testing.apiserver import ApiServer, free_port
 from pykubeadm.testing.images import BUSYBOX
 from pykubeadm.testing.registry import LocalRegistry, registry_skip_reason
 
@@ -54,18 +57,6 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
         if time.monotonic() >= deadline:
             raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.1)
-
-
-@pytest.fixture(scope="module")
-def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
-    with running_apiserver(tmp_path_factory.mktemp("apiserver")) as server:
-        server.kubectl(
-            "apply",
-            "-f",
-            "-",
-            input="{apiVersion: v1, kind: ServiceAccount, metadata: {name: default, namespace: default}}",
-        )
-        yield server
 
 
 def embedded_kubeconfig(server: ApiServer, cert: Path, key: Path) -> str:
@@ -225,9 +216,11 @@ def _kubectl(server: ApiServer, minor: int, *args: str, input: str | None = None
     )
 
 
-def test_exec_and_port_forward_through_the_runtimes_streaming_server(api_server: ApiServer, node: Node) -> None:
+@pytest.fixture(scope="module")
+def srv(api_server: ApiServer, node: Node) -> int:
+    """A running busybox httpd Pod `srv` on containerd (with an env var); its port."""
     port = free_port()
-    srv = {
+    spec = {
         "name": "srv",
         "image": BUSYBOX_IMAGE,
         "command": [
@@ -237,26 +230,124 @@ def test_exec_and_port_forward_through_the_runtimes_streaming_server(api_server:
         ],
         "env": [{"name": "GREETING", "value": "from-containerd"}],
     }
-    api_server.kubectl("create", "-f", "-", input=pod("srv", srv))
+    api_server.kubectl("create", "-f", "-", input=pod("srv", spec))
     wait_for(lambda: running(api_server, "srv"), 60, "srv running")
-    for minor in KUBECTL:  # 1.33 speaks WebSocket, 1.27 SPDY
-        res = _kubectl(api_server, minor, "exec", "srv", "--", "sh", "-c", 'echo "$GREETING"; cat /proc/1/cmdline')
-        assert res.returncode == 0 and res.stdout.startswith("from-containerd\nhttpd"), (minor, res)
-        res = _kubectl(api_server, minor, "exec", "-i", "srv", "--", "sh", "-c", "cat; exit 3", input="piped\n")
-        assert (res.returncode, res.stdout) == (3, "piped\n"), (minor, res)
-        local = free_port()
-        argv = [KUBECTL[minor], "port-forward", "pod/srv", f"{local}:{port}"]
-        proc = subprocess.Popen(
-            argv, env=api_server.kubectl_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    return port
+
+
+def _upgrades(stderr: str, subresource: str, pod: str = "srv") -> list[str]:
+    """The methods of kubectl -v=7's requests for `subresource`: GET is a WebSocket upgrade, POST a SPDY one (1.27
+    logs `POST https://…`, 1.33 `"Request" verb="GET" url="https://…"`)."""
+    found = (re.search(r'verb="(\w+)"|\b(GET|POST) https://', line) for line in stderr.splitlines())
+    return [
+        m.group(1) or m.group(2)
+        for m, line in zip(found, stderr.splitlines(), strict=True)
+        if m and f"/pods/{pod}/{subresource}" in line
+    ]
+
+
+@pytest.mark.parametrize("minor", sorted(KUBECTL))
+def test_exec_and_port_forward_through_the_runtimes_streaming_server(
+    api_server: ApiServer, srv: int, minor: int
+) -> None:
+    """1.33 speaks WebSocket (exec v5, port-forward SPDY tunnelled in WebSocket) and 1.27 SPDY; containerd 1.6's
+    streaming server speaks only SPDY for these: the API server translates for 1.33, which never falls back."""
+    res = _kubectl(api_server, minor, "-v=7", "exec", "srv", "--", "sh", "-c", 'echo "$GREETING"; cat /proc/1/cmdline')
+    assert res.returncode == 0 and res.stdout.startswith("from-containerd\nhttpd"), (minor, res)
+    sent = _upgrades(res.stderr, "exec")
+    method = "GET" if minor == 33 else "POST"  # GET: a WebSocket upgrade; POST: SPDY
+    assert sent == [method], (minor, res.stderr)  # one upgrade: no second try over SPDY
+    assert "101 Switching Protocols" in res.stderr and "fallback" not in res.stderr.lower(), res.stderr
+    res = _kubectl(api_server, minor, "exec", "-i", "srv", "--", "sh", "-c", "cat; exit 3", input="piped\n")
+    assert (res.returncode, res.stdout) == (3, "piped\n"), (minor, res)
+    assert "command terminated with exit code 3" in res.stderr, res.stderr
+    local = free_port()
+    argv = [KUBECTL[minor], "-v=7", "port-forward", "pod/srv", f"{local}:{srv}"]
+    with background(argv, api_server.kubectl_env(), collect="stderr") as (proc, log):
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert f"127.0.0.1:{local} -> {srv}" in line, (line, log)
+        assert http_get(local) == b"forwarded\n"
+        assert _upgrades("".join(log), "portforward") == [method], (minor, log)
+        assert "fallback" not in "".join(log).lower(), log
+
+
+def test_kubectl_exec_keeps_stdin_open_and_answers_each_line(api_server: ApiServer, srv: int) -> None:
+    """kubectl 1.33 (WebSocket v5 → SPDY to containerd): each line is answered while stdin stays open; closing stdin
+    ends the shell, whose exit code is kubectl's."""
+    argv = [KUBECTL[33], "exec", "-i", "srv", "--", "sh", "-c", 'while read l; do echo "got $l"; done; exit 5']
+    proc = subprocess.Popen(
+        argv,
+        env=api_server.kubectl_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        for i in range(3):
+            proc.stdin.write(f"line {i}\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline() == f"got line {i}\n"  # answered before the next line is sent
+        proc.stdin.close()
+        assert proc.wait(30) == 5
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+@pytest.mark.parametrize("minor", sorted(KUBECTL))
+def test_attach_through_the_runtimes_streaming_server(api_server: ApiServer, node: Node, minor: int) -> None:
+    """kubectl attach (1.33 WebSocket v5, translated; 1.27 SPDY) follows a containerd container's output."""
+    name = f"ticker{minor}"
+    ticker = {"name": "ticker", "image": BUSYBOX_IMAGE, "command": ["sh", "-c", "while true; do date; sleep 0.2; done"]}
+    api_server.kubectl("create", "-f", "-", input=pod(name, ticker))
+    wait_for(lambda: running(api_server, name), 60, f"{name} running")
+    argv = [KUBECTL[minor], "-v=7", "attach", name]
+    with background(argv, api_server.kubectl_env()) as (proc, lines):
+        wait_for_line(lines, "UTC")  # busybox date: `Mon Dec  7 22:40:01 UTC 2026`, a new line every 0.2 s
+        assert proc.poll() is None  # still attached
+    assert proc.stderr is not None
+    log = proc.stderr.read()
+    assert _upgrades(log, "attach", name) == ["GET" if minor == 33 else "POST"], log  # no second try
+    api_server.kubectl("delete", "pod", name, "--grace-period=0", "--force", "--wait=false")
+
+
+@pytest.mark.parametrize("protocol", ["v5.channel.k8s.io", "v4.channel.k8s.io"])
+def test_python_client_exec_on_a_containerd_pod(api_server: ApiServer, srv: int, protocol: str) -> None:
+    """The official Python client's `stream()`: v5 is translated by the API server, v4 goes through to containerd."""
+    from kubernetes import client
+    from kubernetes.stream import stream
+
+    c = api_server.python_client()
+    try:
+        resp = stream(
+            client.CoreV1Api(c).connect_get_namespaced_pod_exec,
+            "srv",
+            "default",
+            command=["sh", "-c", 'read l; echo "out $l $GREETING"; echo err >&2; read l; exit 4'],
+            stdin=True,
+            stdout=True,
+            stderr=True,
+            tty=False,
+            _preload_content=False,
+            _headers={"sec-websocket-protocol": protocol},
         )
         try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            assert f"127.0.0.1:{local} -> {port}" in line, line
-            assert http_get(local) == b"forwarded\n"
+            assert resp.subprotocol == protocol
+            resp.write_stdin("hi\n")
+            assert resp.readline_stdout(timeout=30) == "out hi from-containerd"  # answered while stdin is open
+            resp.write_stdin("bye\n")
+            resp.run_forever(timeout=30)
+            assert resp.read_stderr() == "err\n"
+            assert resp.returncode == 4
         finally:
-            proc.kill()
-            proc.wait(10)
+            resp.close()
+    finally:
+        c.close()
 
 
 def _resource_metric(server: ApiServer, node: Node, pod: str) -> str | None:
@@ -410,3 +501,25 @@ async def test_delete_within_the_grace_period_leaves_no_container(
     left = await cri.list_containers(api.ContainerFilter(label_selector={"io.kubernetes.pod.uid": uid}))
     assert list(left) == []
     assert await cri.list_pod_sandbox(api.PodSandboxFilter(label_selector={"io.kubernetes.pod.uid": uid})) == []
+
+
+def test_python_client_port_forward_on_a_containerd_pod(api_server: ApiServer, srv: int) -> None:
+    """The official Python client's `portforward` (WebSocket channels, v4.channel.k8s.io) goes through the kubelet to
+    containerd's streaming server as it came."""
+    from kubernetes import client
+    from kubernetes.stream import portforward
+
+    c = api_server.python_client()
+    try:
+        pf = portforward(client.CoreV1Api(c).connect_get_namespaced_pod_portforward, "srv", "default", ports=str(srv))
+        sock = pf.socket(srv)
+        sock.settimeout(30)
+        sock.sendall(b"GET /index.html HTTP/1.0\r\nHost: srv\r\n\r\n")
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+        sock.close()
+        assert reply.startswith(b"HTTP/1.1 200 OK") and reply.endswith(b"forwarded\n"), reply
+        assert pf.error(srv) is None
+    finally:
+        c.close()

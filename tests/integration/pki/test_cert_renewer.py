@@ -44,8 +44,14 @@ def test_at_300_days_every_non_ca_certificate_is_renewed_and_the_static_pods_res
     before, cas_before = expirations(layout)
     assert len(before) == 11 and all(before.values())  # 8 certificates, 3 kubeconfigs
     events: list[tuple[str, str, str]] = []
+    restarted_before: list[bool] = []  # per renewed certificate: was a manifest annotated already?
+
+    def record(*event: str) -> None:
+        events.append((event[0], event[1], event[2]))
+        restarted_before.append(RENEWED_ANNOTATION in (layout.manifests_dir / "kube-apiserver.yaml").read_text())
+
     in_300_days = datetime.now(UTC) + timedelta(days=300)
-    renewer = ControlPlaneCertRenewer(layout, DEFAULT_WINDOW, lambda *e: events.append(e), now=lambda: in_300_days)
+    renewer = ControlPlaneCertRenewer(layout, DEFAULT_WINDOW, record, now=lambda: in_300_days)
     nothing_yet = ControlPlaneCertRenewer(layout, DEFAULT_WINDOW, lambda *e: events.append(e))
     assert asyncio.run(nothing_yet.round()) == []  # today: nothing within 90 days of expiry
 
@@ -57,6 +63,8 @@ def test_at_300_days_every_non_ca_certificate_is_renewed_and_the_static_pods_res
         assert old is not None and after[name] is not None and after[name] > old, name  # type: ignore[operator]
     assert cas_after == cas_before  # CAs are never renewed
     assert [e[1] for e in events] == ["CertificateRenewed"] * 11
+    # the restart comes last: no manifest is annotated until every certificate of the round is written
+    assert restarted_before == [False] * 11
     (apiserver_event,) = [e for e in events if "certificate apiserver " in e[2]]
     assert apiserver_event[0] == "Normal"
     assert "(certificate for serving the Kubernetes API)" in apiserver_event[2]
@@ -71,8 +79,14 @@ def test_an_external_ca_stops_the_renewer_saying_so(root: Path) -> None:
     (layout.pki_dir / "ca.key").unlink()
     before, _ = expirations(layout)
     events: list[tuple[str, str, str]] = []
+    restarted_before: list[bool] = []  # per renewed certificate: was a manifest annotated already?
+
+    def record(*event: str) -> None:
+        events.append((event[0], event[1], event[2]))
+        restarted_before.append(RENEWED_ANNOTATION in (layout.manifests_dir / "kube-apiserver.yaml").read_text())
+
     in_300_days = datetime.now(UTC) + timedelta(days=300)
-    renewer = ControlPlaneCertRenewer(layout, DEFAULT_WINDOW, lambda *e: events.append(e), now=lambda: in_300_days)
+    renewer = ControlPlaneCertRenewer(layout, DEFAULT_WINDOW, record, now=lambda: in_300_days)
     asyncio.run(asyncio.wait_for(renewer.run(), 30))  # returns: it stopped
     assert events == [
         (

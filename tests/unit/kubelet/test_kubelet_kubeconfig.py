@@ -95,3 +95,27 @@ def test_load_maps_node_paths_under_root_and_validity(tmp_path, tiny_ca):
     assert is_valid_client_kubeconfig(kc, layout)
     later = dt.datetime.now(dt.UTC) + dt.timedelta(hours=2)
     assert not is_valid_client_kubeconfig(kc, layout, now=later)
+
+
+def test_a_token_file_is_read_again_for_each_request(tmp_path):
+    """A user's tokenFile (a Pod's rotated service-account token, as client-go reads it): the token sent is the file's
+    current content, the one loaded when the file cannot be read."""
+    token = tmp_path / "token"
+    token.write_text("first\n")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
+                "users": [{"name": "u", "user": {"tokenFile": "token"}}],  # relative to the kubeconfig
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    cfg = load_client_config(kubeconfig)
+    assert cfg.bearer_token() == "first"
+    token.write_text("rotated\n")
+    assert cfg.bearer_token() == "rotated"
+    token.unlink()
+    assert cfg.bearer_token() == "first"

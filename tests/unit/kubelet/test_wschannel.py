@@ -17,8 +17,8 @@ import pytest
 from aiohttp import web
 
 from pykubeadm.kubelet.streaming import add_streaming_routes
-from pykubeadm.kubelet.streaming.remotecommand import exit_status
-from pykubeadm.kubelet.streaming.wsserve import parse_resize
+from pykubeadm.streaming.remotecommand import exit_status
+from pykubeadm.streaming.wsserve import parse_resize
 from pykubeadm.testing.webapp import serve_app
 
 

@@ -7,22 +7,24 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from lightkube.models.authorization_v1 import SubjectAccessReviewStatus
-
 from pykubeadm.controllers.app.delegatedauth import DelegatingAuth, User
 
 
 class FakeReviews:
-    """An AsyncClient whose create() answers SubjectAccessReviews from a set of allowed users."""
+    """An API client (delegatedauth.ApiClient) that answers SubjectAccessReviews from a set of allowed users."""
 
     def __init__(self, allowed: set[str]) -> None:
         self.allowed = allowed
         self.calls: list[Any] = []
 
-    async def create(self, review: Any) -> Any:
-        self.calls.append(review)
-        review.status = SubjectAccessReviewStatus(allowed=review.spec.user in self.allowed)
-        return review
+    async def get(self, path: str) -> dict[str, Any]:
+        raise AssertionError(f"unexpected GET {path}")
+
+    async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        assert path == "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+        assert (body["apiVersion"], body["kind"]) == ("authorization.k8s.io/v1", "SubjectAccessReview")
+        self.calls.append(body)
+        return {**body, "status": {"allowed": body["spec"]["user"] in self.allowed}}
 
     async def close(self) -> None:
         pass
@@ -30,7 +32,7 @@ class FakeReviews:
 
 def test_authorize() -> None:
     reviews = FakeReviews({"prometheus"})
-    auth = DelegatingAuth(authorization_client=reviews)  # type: ignore[arg-type]
+    auth = DelegatingAuth(authorization_client=reviews)
     prom, anon = User("prometheus", ("system:monitoring",)), User("system:anonymous", ("system:unauthenticated",))
     admin = User("kubernetes-admin", ("system:masters", "system:authenticated"))
 
@@ -46,7 +48,8 @@ def test_authorize() -> None:
         ]
 
     assert asyncio.run(decide()) == [True, True, True, True, True, False, False]
-    paths = [(c.spec.user, c.spec.nonResourceAttributes.path, c.spec.nonResourceAttributes.verb) for c in reviews.calls]
+    specs = [c["spec"] for c in reviews.calls]
+    paths = [(s["user"], s["nonResourceAttributes"]["path"], s["nonResourceAttributes"]["verb"]) for s in specs]
     assert paths == [
         ("prometheus", "/metrics", "get"),
         ("system:anonymous", "/metrics", "get"),
@@ -64,8 +67,6 @@ def test_without_authorization_kubeconfig_only_the_health_paths_are_allowed() ->
 def test_the_cluster_client_ca_is_looked_up_until_published(monkeypatch: Any, tmp_path: Any) -> None:
     """No --client-ca-file (kubeadm's scheduler): the CA comes from extension-apiserver-authentication, retried in the
     background while the API is not up yet."""
-    from lightkube.resources.core_v1 import ConfigMap
-
     from pykubeadm.controllers.app import delegatedauth
     from pykubeadm.testing.apiserver import generate_pki
 
@@ -77,16 +78,16 @@ def test_the_cluster_client_ca_is_looked_up_until_published(monkeypatch: Any, tm
             super().__init__(set())
             self.gets = 0
 
-        async def get(self, res: Any, name: str, namespace: str) -> Any:
+        async def get(self, path: str) -> dict[str, Any]:
             self.gets += 1
-            assert (res, name, namespace) == (ConfigMap, "extension-apiserver-authentication", "kube-system")
+            assert path == "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"
             if self.gets < 3:
                 raise ConnectionRefusedError("the apiserver is starting")
-            return ConfigMap.from_dict({"metadata": {"name": name}, "data": {"client-ca-file": pem}})
+            return {"kind": "ConfigMap", "metadata": {"name": path.rsplit("/", 1)[1]}, "data": {"client-ca-file": pem}}
 
     async def run() -> tuple[bool, bool, int]:
         api = FlakyApi()
-        auth = DelegatingAuth(authentication_client=api)  # type: ignore[arg-type]
+        auth = DelegatingAuth(authentication_client=api)
         await auth.start()
         before = auth._roots is not None
         for _ in range(500):

@@ -1,6 +1,7 @@
 """Request decoding and response encoding shared by the verb handlers: JSON/YAML/protobuf bodies (parsed by
 bodyparse with kube's limits; bodies are read as sent, never decompressed, as kube-apiserver reads them), field
-validation (unknown and duplicate fields), query parameters, the Table response for `kubectl get`, and JSON responses.
+validation (unknown and duplicate fields), query parameters, the transforms an Accept header can ask for (`as=Table` for
+`kubectl get`, `as=PartialObjectMetadata[List]` for metadata-only clients), and JSON responses.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pykubeadm.apiserver.openapi.fields import schema_report
 from pykubeadm.apiserver.registry.base import Obj, Strategy
 from pykubeadm.util import jsoncodec
 
-__all__ = ["decode_body", "encode_json", "go_escape", "json_response", "query_bool", "query_int", "wants_table"]
+__all__ = ["decode_body", "encode_json", "go_escape", "json_response", "query_bool", "query_int", "transform_of"]
 
 MAX_BODY = 3 * 1024 * 1024
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -263,12 +264,51 @@ def add_warnings(resp: _Resp, warnings: list[str]) -> _Resp:
     return resp
 
 
-def wants_table(request: web.Request) -> bool:
-    return "as=Table" in request.headers.get("Accept", "")
+TABLE = "Table"
+PARTIAL = "PartialObjectMetadata"
+PARTIAL_LIST = "PartialObjectMetadataList"
+#: The `as=` kinds each endpoint can answer with (kube's endpoint restrictions: a list converts to a Table or a
+#: PartialObjectMetadataList, one object or a watch event to a Table or a PartialObjectMetadata).
+_TRANSFORMS = {"get": (TABLE, PARTIAL), "watch": (TABLE, PARTIAL), "list": (TABLE, PARTIAL_LIST)}
+_PLAIN_TYPES = frozenset({"application/json", "application/yaml", "application/*", "*/*"})
 
 
-def _partial(obj: Obj) -> Obj:
-    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}
+def transform_of(request: web.Request, endpoint: str) -> str:
+    """The kind the answer is transformed to ("" for the object itself): the first media type of the Accept header
+    this endpoint can write, as kube-apiserver negotiates it. An `as=` kind of another group or version, or one the
+    endpoint cannot convert to (a PartialObjectMetadataList for a single object), is passed over for the next; when
+    nothing is left, 406 NotAcceptable."""
+    accept = request.headers.get("Accept", "")
+    if "as=" not in accept:
+        return ""
+    for part in accept.split(","):
+        fields = [f.strip() for f in part.split(";")]
+        params = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
+        as_kind = params.get("as", "")
+        if not as_kind:
+            if fields[0].lower() in _PLAIN_TYPES or fields[0].lower() == PROTOBUF:
+                return ""
+            continue
+        if params.get("g") == "meta.k8s.io" and params.get("v") == "v1" and as_kind in _TRANSFORMS[endpoint]:
+            return as_kind
+    raise st.ApiError(
+        406, "NotAcceptable", f"only the following media types are accepted: {', '.join(_ACCEPTED)}", None
+    )
+
+
+def partial_metadata(obj: Obj) -> Obj:
+    """A PartialObjectMetadata: the object's metadata only (kube's meta.AsPartialObjectMetadata)."""
+    return {"kind": PARTIAL, "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}
+
+
+def partial_metadata_list(objs: list[Obj], list_meta: Obj) -> Obj:
+    """A PartialObjectMetadataList: each item's metadata, with its kind set, and the list's own metadata."""
+    return {
+        "kind": PARTIAL_LIST,
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta,
+        "items": [partial_metadata(o) for o in objs],
+    }
 
 
 def table_rows(strategy: Strategy, objs: list[Obj], include: str) -> list[Obj]:
@@ -278,7 +318,7 @@ def table_rows(strategy: Strategy, objs: list[Obj], include: str) -> list[Obj]:
         if include == "Object":
             row["object"] = o
         elif include != "None":
-            row["object"] = _partial(o)
+            row["object"] = partial_metadata(o)
         rows.append(row)
     return rows
 

@@ -5,9 +5,11 @@ a WebSocket upgrade must also be allowed to `create` the subresource (kube-apise
 AuthorizePodWebsocketUpgradeCreatePermission, so a GET cannot do what a POST may not). The Pod's container is
 checked, its node's kubelet is found as for pods/log (`podlog.kubelet_endpoint`), and the request is re-issued to
 `/exec|/attach/{ns}/{pod}/{container}` or `/portForward/{ns}/{pod}` with the kubelet's parameters (input, output,
-error, tty, command) as the apiserver-kubelet-client. A `101 Switching Protocols` is passed back and the bytes are
-spliced both ways, so every protocol the kubelet speaks (WebSocket channels, SPDY, SPDY tunnelled in WebSocket)
-passes unchanged; any other answer is returned as it came (kubectl prints it), redirects are refused.
+error, tty, command) as the apiserver-kubelet-client. Like kube-apiserver with its default feature gates, a WebSocket
+exec/attach offering `v5.channel.k8s.io` and a port-forward tunnelling SPDY in WebSocket are translated to SPDY
+towards the kubelet (`streamtranslate`). Every other upgrade passes through: a `101 Switching Protocols` is passed
+back and the bytes are spliced both ways (SPDY, WebSocket v4 and older channels); any other answer is returned as it
+came (kubectl prints it), redirects are refused.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -24,30 +27,34 @@ from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.authz.attributes import Decision
 from pykubeadm.apiserver.handlers.context import info_of, state_of, user_of
 from pykubeadm.apiserver.handlers.podlog import KubeletClient, kubelet_endpoint, pod_container
+from pykubeadm.apiserver.handlers.streamtranslate import (
+    Upstream,
+    is_tunnel_request,
+    is_v5_request,
+    translate_command,
+    tunnel_portforward,
+)
 from pykubeadm.apiserver.middleware.authorization import attributes_of, forbidden_error
 from pykubeadm.apiserver.registry import Store
-from pykubeadm.util.httpupgrade import read_response_head, splice, switch_protocols
+from pykubeadm.streaming.remotecommand import StreamOptions
+from pykubeadm.util.httpupgrade import (
+    UPGRADE_REQUEST_HEADERS,
+    UPGRADE_RESPONSE_HEADERS,
+    read_body,
+    splice,
+    switch_protocols,
+)
 
-__all__ = ["CONNECT_SUBRESOURCES", "pod_connect"]
+__all__ = ["CONNECT_SUBRESOURCES", "pod_connect", "route"]
 
 #: Subresource → the kubelet's path segment.
 CONNECT_SUBRESOURCES = {"exec": "exec", "attach": "attach", "portforward": "portForward"}
 
-#: Request headers the upgrade needs on the kubelet's side (everything else, credentials first, stays here).
-_FORWARDED = (
-    "upgrade",
-    "connection",
-    "x-stream-protocol-version",
-    "user-agent",
-    "sec-websocket-key",
-    "sec-websocket-version",
-    "sec-websocket-protocol",
-    "sec-websocket-extensions",
-)
-#: Response headers of the kubelet's 101 passed to the client.
-_RETURNED = ("upgrade", "connection", "x-stream-protocol-version", "sec-websocket-accept", "sec-websocket-protocol")
+#: Feature gates (on by default since 1.30 and 1.31): WebSocket v5 exec/attach translated to SPDY, port-forward's SPDY
+#: tunnelled in WebSocket unwrapped (`streamtranslate`); off, those upgrades pass through like every other.
+TRANSLATE_GATE = "TranslateStreamCloseWebsocketRequests"
+TUNNEL_GATE = "PortForwardWebsockets"
 _STREAM_PARAMS = (("stdin", "input"), ("stdout", "output"), ("stderr", "error"), ("tty", "tty"))
-_HEAD_LIMIT = 64 * 1024
 
 
 def _true(value: str | None) -> bool:
@@ -110,24 +117,34 @@ async def pod_connect(request: web.Request, store: Store) -> web.StreamResponse:
     parts = [info.namespace, info.name] + ([container] if container else [])
     path = f"/{CONNECT_SUBRESOURCES[sub]}/" + "/".join(quote(p, safe="") for p in parts)
     query = _kubelet_query(request, sub)
-    target = path + (f"?{urlencode(query)}" if query else "")
     client = state.kubelet_client or KubeletClient(None, None)
-    url = f"https://{host}:{port}{target}"
+    upstream = Upstream(host, port, path + (f"?{urlencode(query)}" if query else ""), client.ssl)
+    way = route(sub, state.feature_gates, request)
+    if way == "translate":
+        return await translate_command(request, upstream, StreamOptions.from_query(request.query))
+    if way == "tunnel":
+        return await tunnel_portforward(request, upstream)
+    return await _pass_through(request, upstream)
+
+
+def route(sub: str, gates: Mapping[str, bool], request: web.Request) -> str:
+    """How an upgrade reaches the kubelet: `translate` (WebSocket v5 exec/attach → SPDY), `tunnel` (port-forward's
+    SPDY unwrapped from WebSocket) or `pass` (as it came), as kube-apiserver decides with its feature gates."""
+    if sub != "portforward" and gates.get(TRANSLATE_GATE, True) and is_v5_request(request):
+        return "translate"
+    if sub == "portforward" and gates.get(TUNNEL_GATE, True) and is_tunnel_request(request):
+        return "tunnel"
+    return "pass"
+
+
+async def _pass_through(request: web.Request, upstream: Upstream) -> web.StreamResponse:
+    """The client's upgrade to the kubelet as it is; the kubelet's 101 back and the bytes spliced both ways."""
+    forwarded = [(k, v) for k, v in request.headers.items() if k.lower() in UPGRADE_REQUEST_HEADERS]
+    status, headers, reader, writer = await upstream.upgrade(request.method, forwarded)
     try:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(host, port, ssl=client.ssl, server_hostname=host), 10
-        )
-    except (OSError, TimeoutError) as e:
-        raise st.ApiError(500, "", f"error dialing backend: {e}") from None
-    try:
-        head = [f"{request.method} {target} HTTP/1.1", f"Host: {host}:{port}", "Content-Length: 0"]
-        head += [f"{k}: {v}" for k, v in request.headers.items() if k.lower() in _FORWARDED]
-        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-        await writer.drain()
-        status, headers = await read_response_head(reader)
         if status != 101:
-            return await _not_upgraded(reader, status, headers, url)
-        back = {k: v for k, v in headers if k.lower() in _RETURNED}
+            return await _not_upgraded(reader, status, headers, upstream.url)
+        back = {k: v for k, v in headers if k.lower() in UPGRADE_RESPONSE_HEADERS}
         resp, conn = await switch_protocols(request, back)
 
         async def to_kubelet(data: bytes) -> None:
@@ -141,7 +158,7 @@ async def pod_connect(request: web.Request, store: Store) -> web.StreamResponse:
         conn.close()
         return resp
     except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError) as e:
-        raise st.ApiError(500, "", f"error proxying to {url}: {e}") from None
+        raise st.ApiError(500, "", f"error proxying to {upstream.url}: {e}") from None
     finally:
         writer.close()
         with contextlib.suppress(Exception):
@@ -154,11 +171,6 @@ async def _not_upgraded(
     """The kubelet refused the upgrade: its answer goes back as it is (kubectl shows the text); redirects never."""
     if 300 <= status < 400:
         raise st.ApiError(500, "", f'Get "{url}": redirects are not followed (kubelet answered {status})')
-    length = next((int(v) for k, v in headers if k.lower() == "content-length" and v.isdigit()), None)
-    body = b""
-    with contextlib.suppress(asyncio.IncompleteReadError, TimeoutError):
-        body = await asyncio.wait_for(
-            reader.readexactly(min(length, _HEAD_LIMIT)) if length is not None else reader.read(_HEAD_LIMIT), 10
-        )
+    body = await read_body(reader, headers)
     ctype = next((v for k, v in headers if k.lower() == "content-type"), "text/plain; charset=utf-8")
     return web.Response(status=status, body=body, headers={"Content-Type": ctype})

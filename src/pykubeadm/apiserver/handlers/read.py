@@ -1,11 +1,21 @@
-"""GET handlers: get one object and list a collection (plain JSON or a `Table` for `kubectl get`)."""
+"""GET handlers: get one object and list a collection (plain JSON, a `Table` for `kubectl get`, or metadata only)."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
 from pykubeadm.apiserver import status as st
-from pykubeadm.apiserver.handlers.codec import json_response, query_int, to_table, wants_table
+from pykubeadm.apiserver.handlers.codec import (
+    PARTIAL,
+    PARTIAL_LIST,
+    TABLE,
+    json_response,
+    partial_metadata,
+    partial_metadata_list,
+    query_int,
+    to_table,
+    transform_of,
+)
 from pykubeadm.apiserver.handlers.context import info_of
 from pykubeadm.apiserver.registry import Store
 from pykubeadm.apiserver.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
@@ -15,13 +25,16 @@ __all__ = ["get", "list_", "selectors"]
 
 async def get(request: web.Request, store: Store) -> web.Response:
     info = info_of(request)
+    transform = transform_of(request, "get")
     obj = await store.get(info.namespace, info.name)
     if info.subresource and info.subresource not in ("status", "approval"):
         raise st.not_found_path()
-    if wants_table(request):
+    if transform == TABLE:
         return json_response(
             to_table(request, store.strategy, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]})
         )
+    if transform == PARTIAL:
+        return json_response(partial_metadata(obj))
     return json_response(obj)
 
 
@@ -33,6 +46,7 @@ def selectors(request: web.Request, store: Store) -> tuple[LabelSelector, FieldS
 
 async def list_(request: web.Request, store: Store) -> web.Response:
     info = info_of(request)
+    transform = transform_of(request, "list")
     labels, fields = selectors(request, store)
     limit = query_int(request, "limit")
     if limit < 0:
@@ -58,8 +72,10 @@ async def list_(request: web.Request, store: Store) -> web.Response:
         meta["continue"] = page.continue_token
         if page.remaining is not None:
             meta["remainingItemCount"] = page.remaining
-    if wants_table(request):
+    if transform == TABLE:
         return json_response(to_table(request, store.strategy, page.items, meta))
+    if transform == PARTIAL_LIST:
+        return json_response(partial_metadata_list(page.items, meta))
     for item in page.items:
         item.pop("kind", None)
         item.pop("apiVersion", None)

@@ -16,12 +16,15 @@ from aiohttp import web
 
 from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.handlers.codec import (
+    PARTIAL,
+    TABLE,
     encode_json,
     include_object,
+    partial_metadata,
     query_bool,
     query_int,
     table_rows,
-    wants_table,
+    transform_of,
 )
 from pykubeadm.apiserver.handlers.context import info_of, state_of
 from pykubeadm.apiserver.handlers.read import selectors
@@ -40,7 +43,9 @@ class _Encoder:
     (`WatchEvent.encoded`); Table events carry this response's own columns, so they are encoded per response."""
 
     def __init__(self, request: web.Request, store: Store):
-        self.table = wants_table(request)
+        transform = transform_of(request, "watch")
+        self.table = transform == TABLE
+        self.partial = transform == PARTIAL
         self.request = request
         self.store = store
         self.first = True
@@ -56,10 +61,12 @@ class _Encoder:
             }
             self.first = False
             obj = t
+        elif self.partial and type_ != "ERROR":
+            obj = partial_metadata(obj)
         return encode_json({"type": type_, "object": obj})
 
     def encode_event(self, ev: WatchEvent) -> bytes:
-        if self.table:
+        if self.table or self.partial:
             return self.encode(ev.type, ev.object)
         data = ev.encoded.get("json")
         if data is None:

@@ -11,7 +11,11 @@ What k8s.io/apiserver's DelegatingAuthenticationOptions and DelegatingAuthorizat
   `forbidden: User "<u>" cannot get path "<p>"` Status.
 Token and access reviews are cached for 10 s (kube's --authentication-token-webhook-cache-ttl and
 --authorization-webhook-cache-{authorized,unauthorized}-ttl); the token cache is keyed by an HMAC, never the token.
-Used by controllers/app/serving.py's HealthServer.
+Used by controllers/app/serving.py's HealthServer and by the metrics server (metricsserver/auth.py).
+
+The API is asked through `ApiClient`, plain JSON by path: the controller-manager and the scheduler give it their
+lightkube client's connection (client.JSONRequests), the metrics server its small aiohttp client (kubelet.api), so
+this module imports neither lightkube nor httpx.
 """
 
 from __future__ import annotations
@@ -28,19 +32,12 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 from cryptography.x509.oid import NameOID
-from lightkube import AsyncClient
-from lightkube.models.authentication_v1 import TokenReviewSpec
-from lightkube.models.authorization_v1 import NonResourceAttributes, SubjectAccessReviewSpec
-from lightkube.resources.authentication_v1 import TokenReview
-from lightkube.resources.authorization_v1 import SubjectAccessReview
-from lightkube.resources.core_v1 import ConfigMap
 
 from pykubeadm import constants as c
-from pykubeadm.client import async_client
 from pykubeadm.errors import CertError
 from pykubeadm.pki.certs import parse_certs_pem
 from pykubeadm.pki.verify import verify_client_certificate
@@ -49,6 +46,7 @@ from pykubeadm.util.tlsclientauth import peer_certificates
 __all__ = [
     "ALWAYS_ALLOW_GROUPS",
     "ALWAYS_ALLOW_PATHS",
+    "ApiClient",
     "DelegatingAuth",
     "User",
     "new_delegating_auth",
@@ -66,10 +64,23 @@ _CACHE_SIZE = 4096
 _ANONYMOUS = "system:anonymous"
 #: Where kube-apiserver publishes its client CA for delegated authentication.
 _AUTH_CONFIGMAP = c.EXTENSION_APISERVER_AUTHENTICATION_CONFIGMAP
+AUTH_CONFIGMAP_PATH = f"/api/v1/namespaces/{c.NAMESPACE_SYSTEM}/configmaps/{_AUTH_CONFIGMAP}"
+_TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
+_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 #: Seconds the first client CA lookup may take; then the retries' first and longest pause.
 _CA_LOOKUP_TIMEOUT = 5.0
 _CA_RETRY_INITIAL = 2.0
 _CA_RETRY_MAX = 60.0
+
+
+class ApiClient(Protocol):
+    """What delegated auth needs of an API client: JSON objects got and posted by path; a failure raises."""
+
+    async def get(self, path: str) -> dict[str, Any]: ...
+
+    async def post(self, path: str, body: Any) -> dict[str, Any]: ...
+
+    async def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -116,8 +127,8 @@ class DelegatingAuth:
         self,
         *,
         client_ca_file: Path | None = None,
-        authentication_client: AsyncClient | None = None,
-        authorization_client: AsyncClient | None = None,
+        authentication_client: ApiClient | None = None,
+        authorization_client: ApiClient | None = None,
         always_allow_paths: tuple[str, ...] = ALWAYS_ALLOW_PATHS,
         always_allow_groups: tuple[str, ...] = ALWAYS_ALLOW_GROUPS,
         anonymous: bool = True,
@@ -163,11 +174,11 @@ class DelegatingAuth:
     async def _load_cluster_client_ca(self) -> bool:
         assert self.authentication_client is not None
         try:
-            cm = await self.authentication_client.get(ConfigMap, _AUTH_CONFIGMAP, namespace="kube-system")
+            cm = await self.authentication_client.get(AUTH_CONFIGMAP_PATH)
         except Exception as err:
             self._ca_log("Unable to get configmap/%s in kube-system: %s", _AUTH_CONFIGMAP, err)
             return False
-        pem = (cm.data or {}).get("client-ca-file")
+        pem = (cm.get("data") or {}).get("client-ca-file")
         if not pem:
             self._ca_log(
                 "cluster doesn't provide client-ca-file in configmap/%s in kube-system, so client certificate "
@@ -219,15 +230,18 @@ class DelegatingAuth:
             return cached if isinstance(cached, User) else None
         assert self.authentication_client is not None
         try:
-            review = await self.authentication_client.create(TokenReview(spec=TokenReviewSpec(token=token)))
+            review = await self.authentication_client.post(
+                _TOKEN_REVIEWS,
+                {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}},
+            )
         except Exception as err:  # the API is unreachable: not authenticated, nothing cached
             log.error("Unable to authenticate the request due to an error: token review failed: %s", err)
             return None
-        status = review.status
+        status = review.get("status") or {}
         user: User | None = None
-        if status is not None and status.authenticated and status.user is not None:
-            u = status.user
-            user = User(u.username or "", tuple(u.groups or ()), u.uid or "")
+        if status.get("authenticated") and status.get("user"):
+            u = status["user"]
+            user = User(u.get("username") or "", tuple(u.get("groups") or ()), u.get("uid") or "")
         self._tokens.put(key, user if user is not None else False)
         return user
 
@@ -240,27 +254,22 @@ class DelegatingAuth:
             return True
         if self.authorization_client is None:
             return False
-        spec = SubjectAccessReviewSpec(
-            user=user.name,
-            groups=list(user.groups),
-            uid=user.uid or None,
-            nonResourceAttributes=NonResourceAttributes(path=path, verb=verb),
-        )
-        return await self.review((user, verb, path), spec)
+        return await self.review((user, verb, path), user, {"nonResourceAttributes": {"path": path, "verb": verb}})
 
-    async def review(self, key: Any, spec: SubjectAccessReviewSpec) -> bool:
-        """The API's decision on `spec` (a SubjectAccessReview), reused for CACHE_TTL seconds under `key`; a review
-        that fails denies and is not cached."""
+    async def review(self, key: Any, user: User, attributes: dict[str, Any]) -> bool:
+        """The API's decision on a SubjectAccessReview of `user` and `attributes` (its spec's resourceAttributes or
+        nonResourceAttributes), reused for CACHE_TTL seconds under `key`; a review that fails denies and is not
+        cached."""
         cached = self._decisions.get(key)
         if cached is not None:
             return bool(cached)
         assert self.authorization_client is not None
         try:
-            review = await self.authorization_client.create(SubjectAccessReview(spec=spec))
+            review = await self.authorization_client.post(_ACCESS_REVIEWS, _access_review(user, attributes))
         except Exception as err:
             log.error("Unable to authorize the request due to an error: subject access review failed: %s", err)
             return False
-        allowed = bool(review.status is not None and review.status.allowed)
+        allowed = bool((review.get("status") or {}).get("allowed"))
         self._decisions.put(key, allowed)
         return allowed
 
@@ -293,14 +302,24 @@ class DelegatingAuth:
             await client.close()
 
 
+def _access_review(user: User, attributes: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"user": user.name, "groups": list(user.groups), **attributes}
+    if user.uid:
+        spec["uid"] = user.uid
+    return {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
+
+
 def new_delegating_auth(
     client_ca_file: Path | None, authentication_kubeconfig: Path | None, authorization_kubeconfig: Path | None
 ) -> DelegatingAuth:
     """The component's delegated auth from its --client-ca-file, --authentication-kubeconfig and
     --authorization-kubeconfig flags (one client when both kubeconfigs are the same file, as kubeadm writes them)."""
-    authn = async_client(authentication_kubeconfig) if authentication_kubeconfig else None
+    from pykubeadm.client import JSONRequests, async_client
+
+    authn = JSONRequests(async_client(authentication_kubeconfig)) if authentication_kubeconfig else None
+    authz: ApiClient | None
     if authorization_kubeconfig and authorization_kubeconfig == authentication_kubeconfig:
         authz = authn
     else:
-        authz = async_client(authorization_kubeconfig) if authorization_kubeconfig else None
+        authz = JSONRequests(async_client(authorization_kubeconfig)) if authorization_kubeconfig else None
     return DelegatingAuth(client_ca_file=client_ca_file, authentication_client=authn, authorization_client=authz)

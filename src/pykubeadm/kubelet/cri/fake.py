@@ -275,7 +275,9 @@ class FakeRuntime:
 
     async def remove_image(self, image: str) -> None:
         self.calls.append("RemoveImage")
-        self.images.pop(image, None)
+        found = self._image(image)  # by reference or ID; every reference of the image goes, as containerd's
+        for ref in [r for r, i in self.images.items() if found is not None and i.id == found.id]:
+            del self.images[ref]
 
     async def image_fs_info(self) -> api.ImageFsInfoResponse:
         self.calls.append("ImageFsInfo")

@@ -18,7 +18,6 @@ from yarl import URL
 
 from pykubeadm.kubelet.streaming import remotecommand
 from pykubeadm.kubelet.streaming.container import ContainerLocator, ContainerRef
-from pykubeadm.kubelet.streaming.remotecommand import StreamOptions
 from pykubeadm.kubelet.streaming.spdyserve import (
     is_spdy,
     serve_spdy_command,
@@ -27,7 +26,8 @@ from pykubeadm.kubelet.streaming.spdyserve import (
     wants_tunnel,
 )
 from pykubeadm.kubelet.streaming.wsportforward import serve_ws_portforward
-from pykubeadm.kubelet.streaming.wsserve import is_websocket, serve_websocket
+from pykubeadm.streaming.remotecommand import StreamOptions
+from pykubeadm.streaming.wsserve import is_websocket, serve_websocket
 from pykubeadm.util.httpupgrade import proxy_upgrade
 
 __all__ = ["add_streaming_routes"]

@@ -1,8 +1,7 @@
-"""exec and attach, independent of the wire: run a command in a container (pipes or a pty) or follow its main process.
+"""exec and attach of a built-in container: run a command in it (pipes or a pty) or follow its main process.
 
-The transports (WebSocket channels in `wsserve.py`, SPDY streams in `spdyserve.py`) hand over a `StreamIO` and send the
-returned Status on the error channel, as the kubelet does: `Success`, or `Failure` with reason `NonZeroExitCode` and
-an `ExitCode` cause (kubectl prints `command terminated with exit code N` and exits with N).
+The transports (WebSocket channels in `pykubeadm.streaming.wsserve`, SPDY streams in `spdyserve.py`) hand over a
+`StreamIO` and send the returned Status (`pykubeadm.streaming.remotecommand`) on the error channel.
 """
 
 from __future__ import annotations
@@ -15,86 +14,27 @@ import os
 import pty
 import struct
 import termios
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from pykubeadm.kubelet.crilog import CriLine, parse_line
 from pykubeadm.kubelet.streaming.container import ContainerRef
+from pykubeadm.streaming.remotecommand import (
+    Reader,
+    StreamIO,
+    StreamOptions,
+    Writer,
+    exit_status,
+    failure_status,
+    success_status,
+)
 
-__all__ = [
-    "StreamIO",
-    "StreamOptions",
-    "exit_status",
-    "failure_status",
-    "run_attach",
-    "run_exec",
-    "success_status",
-]
+__all__ = ["run_attach", "run_exec"]
 
 _CHUNK = 32 * 1024
 _ATTACH_POLL = 0.2
 _DRAIN_POLLS = 2  # polls after the container's exit that find no new log lines before attach ends
 _FIRST_SIZE_WAIT = 1.0
-
-Reader = Callable[[], Awaitable[bytes]]
-Writer = Callable[[bytes], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class StreamOptions:
-    """The kubelet's query parameters `input`, `output`, `error`, `tty` (and `command` for exec)."""
-
-    stdin: bool
-    stdout: bool
-    stderr: bool
-    tty: bool
-    command: tuple[str, ...] = ()
-
-    @classmethod
-    def from_query(cls, query: Any) -> StreamOptions:
-        def flag(*names: str) -> bool:
-            return any(query.get(n, "").lower() in ("1", "true") for n in names)
-
-        tty = flag("tty")
-        return cls(
-            stdin=flag("input", "stdin"),
-            stdout=flag("output", "stdout"),
-            stderr=flag("error", "stderr") and not tty,  # a terminal merges stderr into stdout
-            tty=tty,
-            command=tuple(query.getall("command", [])),
-        )
-
-
-@dataclass
-class StreamIO:
-    """The client's side, as the transport offers it: stdin (b"" at EOF), stdout/stderr writers, terminal sizes."""
-
-    stdout: Writer | None = None
-    stderr: Writer | None = None
-    stdin: Reader | None = None
-    resizes: asyncio.Queue[tuple[int, int]] = field(default_factory=asyncio.Queue)  # (width, height)
-
-
-def success_status() -> dict[str, Any]:
-    return {"metadata": {}, "status": "Success"}
-
-
-def failure_status(message: str, reason: str = "InternalError", code: int = 500) -> dict[str, Any]:
-    return {"metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}
-
-
-def exit_status(command: Sequence[str], code: int) -> dict[str, Any]:
-    """The Status of a finished command: Success for 0, else NonZeroExitCode with the code as an ExitCode cause."""
-    if code == 0:
-        return success_status()
-    return {
-        "metadata": {},
-        "status": "Failure",
-        "message": f"command terminated with non-zero exit code: command '{' '.join(command)}' exited with {code}: ",
-        "reason": "NonZeroExitCode",
-        "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
-    }
 
 
 def _exit_code(returncode: int) -> int:

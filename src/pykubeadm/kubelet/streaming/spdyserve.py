@@ -17,18 +17,16 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
-from pykubeadm.kubelet.streaming.remotecommand import StreamIO, StreamOptions
-from pykubeadm.kubelet.streaming.session import SpdySession, SpdyStream
-from pykubeadm.kubelet.streaming.wsserve import parse_resize
+from pykubeadm.streaming.remotecommand import StreamIO, StreamOptions
+from pykubeadm.streaming.session import SpdySession, SpdyStream
+from pykubeadm.streaming.wsserve import TUNNEL_PREFIX, binary_pipe, parse_resize
 from pykubeadm.util.httpupgrade import switch_protocols
 
 __all__ = [
     "PORTFORWARD_PROTOCOL",
     "REMOTECOMMAND_PROTOCOLS",
-    "TUNNEL_PREFIX",
     "is_spdy",
     "serve_spdy_command",
     "serve_spdy_portforward",
@@ -40,8 +38,6 @@ log = logging.getLogger(__name__)
 #: Stream protocols for exec/attach over SPDY that we speak (kubectl offers v4 first).
 REMOTECOMMAND_PROTOCOLS = ("v4.channel.k8s.io",)
 PORTFORWARD_PROTOCOL = "portforward.k8s.io"
-#: kubectl ≥ 1.31 asks for `SPDY/3.1+portforward.k8s.io` as a WebSocket subprotocol.
-TUNNEL_PREFIX = "SPDY/3.1+"
 _STREAM_WAIT = 30.0  # the kubelet's stream creation timeout
 
 
@@ -246,21 +242,7 @@ async def serve_tunnelled_portforward(request: web.Request, host: str, pod: str,
     """SPDY inside WebSocket binary messages (each message is a slice of the SPDY byte stream, no channel byte)."""
     ws = web.WebSocketResponse(protocols=(TUNNEL_PREFIX + PORTFORWARD_PROTOCOL,), compress=False, max_msg_size=0)
     await ws.prepare(request)
-
-    async def read() -> bytes:
-        while True:
-            msg = await ws.receive()
-            if msg.type == aiohttp.WSMsgType.BINARY:
-                if msg.data:
-                    return bytes(msg.data)
-                continue
-            if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.CLOSING):
-                return b""
-            if msg.type == aiohttp.WSMsgType.ERROR:
-                return b""
-
-    async def write(data: bytes) -> None:
-        await ws.send_bytes(data)
+    read, write = binary_pipe(ws)
 
     forwarder = _PortForwarder(host, pod, uid)
     session = SpdySession(read, write, forwarder.on_stream)

@@ -9,8 +9,8 @@ import zlib
 
 import pytest
 
-from pykubeadm.kubelet.streaming import spdy
-from pykubeadm.kubelet.streaming.session import SpdySession, SpdyStream
+from pykubeadm.streaming import spdy
+from pykubeadm.streaming.session import SpdySession, SpdyStream
 
 
 def test_dictionary_is_the_specs() -> None:

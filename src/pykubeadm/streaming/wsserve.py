@@ -3,7 +3,8 @@
 Every data message (binary, or text: the official Python client sends a str as one) starts with its channel: 0 stdin,
 1 stdout, 2 stderr, 3 error (the final Status, JSON), 4 resize (`{"Width":W,"Height":H}`), and in v5 255 close
 (`[255, 0]` half-closes stdin). The server ends the session by sending the Status on channel 3 and a normal close.
-Framing is aiohttp's.
+Framing is aiohttp's. `binary_pipe` turns a WebSocket's binary messages into a byte pipe: kubectl ≥ 1.31 tunnels
+port-forward's SPDY that way (subprotocol `SPDY/3.1+portforward.k8s.io`).
 """
 
 from __future__ import annotations
@@ -17,14 +18,30 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from pykubeadm.kubelet.streaming.remotecommand import StreamIO, StreamOptions
+from pykubeadm.streaming.remotecommand import StreamIO, StreamOptions
 
-__all__ = ["CLOSE", "ERROR", "PROTOCOLS", "RESIZE", "STDERR", "STDIN", "STDOUT", "is_websocket", "serve_websocket"]
+__all__ = [
+    "CLOSE",
+    "ERROR",
+    "PROTOCOLS",
+    "RESIZE",
+    "STDERR",
+    "STDIN",
+    "STDOUT",
+    "TUNNEL_PREFIX",
+    "V4",
+    "V5",
+    "binary_pipe",
+    "is_websocket",
+    "serve_websocket",
+]
 
 V5, V4 = "v5.channel.k8s.io", "v4.channel.k8s.io"
 #: Channel protocols we speak, best first.
 PROTOCOLS = (V5, V4)
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
+#: The WebSocket subprotocol prefix of SPDY tunnelled in binary messages (`SPDY/3.1+portforward.k8s.io`).
+TUNNEL_PREFIX = "SPDY/3.1+"
 
 
 def is_websocket(request: web.Request) -> bool:
@@ -42,6 +59,31 @@ def _frame_bytes(msg: aiohttp.WSMessage) -> bytes:
     return b""
 
 
+def binary_pipe(ws: web.WebSocketResponse) -> tuple[Callable[[], Awaitable[bytes]], Callable[[bytes], Awaitable[None]]]:
+    """(read, write) over a WebSocket's binary messages, each a slice of one byte stream with no channel byte:
+    `read()` is b"" once the WebSocket closes."""
+
+    async def read() -> bytes:
+        while True:
+            msg = await ws.receive()
+            if msg.type == aiohttp.WSMsgType.BINARY:
+                if msg.data:
+                    return bytes(msg.data)
+                continue
+            if msg.type in (
+                aiohttp.WSMsgType.CLOSE,
+                aiohttp.WSMsgType.CLOSED,
+                aiohttp.WSMsgType.CLOSING,
+                aiohttp.WSMsgType.ERROR,
+            ):
+                return b""
+
+    async def write(data: bytes) -> None:
+        await ws.send_bytes(data)
+
+    return read, write
+
+
 def parse_resize(payload: bytes) -> tuple[int, int] | None:
     """`{"Width":80,"Height":24}` → (80, 24); None when it is not a size."""
     try:
@@ -52,14 +94,22 @@ def parse_resize(payload: bytes) -> tuple[int, int] | None:
 
 
 async def serve_websocket(
-    request: web.Request, opts: StreamOptions, run: Callable[[StreamIO], Awaitable[dict[str, Any]]]
+    request: web.Request,
+    opts: StreamOptions,
+    run: Callable[[StreamIO], Awaitable[dict[str, Any]]],
+    protocols: tuple[str, ...] = PROTOCOLS,
+    announce: bool = False,
 ) -> web.WebSocketResponse:
-    """Upgrade, run the session with the client's channels, send its Status on the error channel, close."""
-    ws = web.WebSocketResponse(protocols=PROTOCOLS, compress=False, max_msg_size=0, autoping=True)
+    """Upgrade (to one of `protocols`), run the session with the client's channels, send its Status on the error
+    channel, close. `announce`: first an empty message on the lowest channel the server writes (stdout, stderr, else
+    error), as kube-apiserver's stream translator tells the client the session is established."""
+    ws = web.WebSocketResponse(protocols=protocols, compress=False, max_msg_size=0, autoping=True)
     await ws.prepare(request)
-    if ws.ws_protocol not in PROTOCOLS:
+    if ws.ws_protocol not in protocols:
         await ws.close(code=aiohttp.WSCloseCode.PROTOCOL_ERROR, message=b"unsupported channel protocol")
         return ws
+    if announce:
+        await ws.send_bytes(bytes([STDOUT if opts.stdout else STDERR if opts.stderr else ERROR]))
     stdin: asyncio.Queue[bytes] = asyncio.Queue()
 
     def writer(channel: int) -> Callable[[bytes], Awaitable[None]]:

@@ -1,9 +1,11 @@
-"""A SPDY/3.1 server session over any byte transport: streams the client opens, each a pair of byte pipes.
+"""A SPDY/3.1 session over any byte transport, either side: streams, each a pair of byte pipes.
 
-Used by the kubelet's exec/attach (stream protocol v4) and port-forward (portforward.k8s.io) handlers, over the raw
-upgraded connection or over a WebSocket tunnel. Like spdystream as the kubelet uses it: every SYN_STREAM is accepted
-with a SYN_REPLY at once (the client waits for it), PINGs are echoed, a FIN half-closes a stream, RST_STREAM and
-GOAWAY end streams; flow control is not enforced (spdystream does not either). Framing is `spdy.py`.
+The server side (the kubelet's exec/attach with stream protocol v4 and port-forward with portforward.k8s.io, over the
+raw upgraded connection or a WebSocket tunnel) accepts the streams the client opens: like spdystream as the kubelet
+uses it, every SYN_STREAM is answered with a SYN_REPLY at once (the client waits for it). The client side (the API
+server's stream translator, talking to a kubelet) opens streams with `open()`, which waits for the SYN_REPLY as
+client-go does. Both echo the peer's PINGs; a FIN half-closes a stream, RST_STREAM and GOAWAY end streams; flow
+control is not enforced (spdystream does not either). Framing is `spdy.py`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from pykubeadm.kubelet.streaming import spdy
+from pykubeadm.streaming import spdy
 
 __all__ = ["SpdySession", "SpdyStream"]
 
@@ -48,7 +50,9 @@ class SpdyStream:
             self._chunks.put_nowait(b"")
 
     def _abort(self) -> None:
-        self.reset = self.local_closed = True
+        """The stream or the session ended; `reset` tells whether that came before the peer's FIN."""
+        self.reset = self.reset or not self.remote_closed
+        self.local_closed = True
         self._receive(b"", True)
 
     async def read(self) -> bytes:
@@ -74,17 +78,21 @@ class SpdyStream:
 
 
 class SpdySession:
-    """Server side of one SPDY connection; `on_stream` is called for each new stream after its SYN_REPLY went out."""
+    """One SPDY connection. With `on_stream`, the server side: it is called for each stream the client opens, after
+    its SYN_REPLY went out. Without, the client side: `open()` streams; streams the peer opens are refused."""
 
     def __init__(
         self,
         read: Callable[[], Awaitable[bytes]],
         write: Callable[[bytes], Awaitable[None]],
-        on_stream: Callable[[SpdyStream], None],
+        on_stream: Callable[[SpdyStream], None] | None = None,
     ):
         self._read = read
         self._write = write
         self._on_stream = on_stream
+        self._client = on_stream is None
+        self._next_id = 1  # a client's streams (and pings) are odd
+        self._replies: dict[int, asyncio.Future[None]] = {}
         self._parser = spdy.FrameParser()
         self._encoder = spdy.FrameEncoder()
         self._lock = asyncio.Lock()
@@ -112,10 +120,32 @@ class SpdySession:
         finally:
             self._end()
 
+    async def open(self, headers: dict[str, str]) -> SpdyStream:
+        """Client side: open a stream with `headers` and wait for the server's SYN_REPLY (ConnectionResetError when
+        it resets the stream or the session ends first)."""
+        if not self._client:
+            raise RuntimeError("only the client side of a SPDY session opens streams")
+        sid, self._next_id = self._next_id, self._next_id + 2
+        stream = SpdyStream(self, sid, {k.lower(): [v] for k, v in headers.items()})
+        self.streams[sid] = stream
+        reply = self._replies[sid] = asyncio.get_running_loop().create_future()
+        try:
+            await self.send(spdy.SynStream(sid, dict(stream.headers)))
+            await reply
+        finally:
+            self._replies.pop(sid, None)
+        return stream
+
     def _end(self) -> None:
         self.closed.set()
         for stream in self.streams.values():
             stream._abort()
+        self._refuse_replies("SPDY session closed")
+
+    def _refuse_replies(self, why: str, sid: int | None = None) -> None:
+        for key, waiting in list(self._replies.items()):
+            if (sid is None or key == sid) and not waiting.done():
+                waiting.set_exception(ConnectionResetError(why))
 
     async def _handle(self, frame: spdy.Frame) -> None:
         if isinstance(frame, spdy.DataFrame):
@@ -125,6 +155,9 @@ class SpdySession:
                 return
             stream._receive(frame.data, bool(frame.flags & spdy.FLAG_FIN))
         elif isinstance(frame, spdy.SynStream):
+            if self._on_stream is None:
+                await self.send(spdy.RstStream(frame.stream_id, spdy.RST_REFUSED_STREAM))
+                return
             if frame.stream_id in self.streams or frame.stream_id % 2 == 0:
                 await self.send(spdy.RstStream(frame.stream_id, spdy.RST_PROTOCOL_ERROR))
                 return
@@ -139,8 +172,15 @@ class SpdySession:
             stream = self.streams.get(frame.stream_id)
             if stream is not None:
                 stream._abort()
+            self._refuse_replies(f"stream {frame.stream_id} reset by the peer (status {frame.status})", frame.stream_id)
+        elif isinstance(frame, spdy.SynReply):
+            waiting = self._replies.get(frame.stream_id)
+            if waiting is not None and not waiting.done():
+                waiting.set_result(None)
+            if frame.flags & spdy.FLAG_FIN and frame.stream_id in self.streams:
+                self.streams[frame.stream_id]._receive(b"", True)
         elif isinstance(frame, spdy.Ping):
-            if frame.ping_id % 2 == 1:  # the client's ping: echo it (ours would be even)
+            if frame.ping_id % 2 == (0 if self._client else 1):  # the peer's ping: echo it (ours have our parity)
                 await self.send(frame)
         elif isinstance(frame, spdy.GoAway):
             self.closed.set()
@@ -151,7 +191,7 @@ class SpdySession:
                     stream.headers.setdefault(k, []).extend(v)
                 if frame.flags & spdy.FLAG_FIN:
                     stream._receive(b"", True)
-        # SETTINGS, WINDOW_UPDATE, SYN_REPLY: nothing to do for a server without flow control
+        # SETTINGS, WINDOW_UPDATE: nothing to do without flow control
 
     async def close(self) -> None:
         """GOAWAY, then stop: every stream reads EOF and refuses writes."""
