@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pykubeadm import constants as c
 from pykubeadm.kindnet.conflist import CONFLIST_NAME, NETWORK_NAME, render_conflist, write_conflist
-from pykubeadm.kubelet.podnetwork import PodNetwork
+from pykubeadm.kubelet.builtin.podnetwork import PodNetwork
 from pykubeadm.layout import Layout
 
 

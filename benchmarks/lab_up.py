@@ -51,7 +51,7 @@ def _pykubeadm(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _processes(lab_dir: Path) -> dict[int, str]:
-    """pid -> role of every process whose arguments name the lab dir. A kubelet's fork server (kubelet.forkserver)
+    """pid -> role of every process whose arguments name the lab dir. A kubelet's fork server (kubelet.builtin.forkserver)
     shows the kubelet's arguments: it is named `<kubelet role> fork server`."""
     out, parents = {}, {}
     for entry in Path("/proc").iterdir():
@@ -75,7 +75,7 @@ def _processes(lab_dir: Path) -> dict[int, str]:
 def _role(args: list[str]) -> str:
     root = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--root-dir"), "")
     node = Path(root).name if root else ""
-    if "--zygote" in args:  # the lab's kubelet zygote (kubelet.zygote): it forks the nodes' warm kubelets
+    if "--zygote" in args:  # the lab's kubelet zygote (kubelet.builtin.zygote): it forks the nodes' warm kubelets
         return "kubelet zygote"
     if "component" in args:
         name = args[args.index("component") + 1]

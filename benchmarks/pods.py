@@ -234,8 +234,8 @@ def _launch_ms(argv: list[str]) -> tuple[float, float]:
 
 def container_setup(samples: int) -> dict[str, Any] | None:
     """Per container start: launcher with namespaces only vs with the root layer, confinement and cgroups (ms)."""
-    from pykubeadm.kubelet import sandbox
-    from pykubeadm.kubelet.containment import PodContainment
+    from pykubeadm.kubelet.builtin import sandbox
+    from pykubeadm.kubelet.builtin.containment import PodContainment
     from pykubeadm.layout import Layout
 
     if not sandbox.can_isolate():

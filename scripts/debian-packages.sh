@@ -32,7 +32,7 @@ have htpasswd || echo apache2-utils
 [ -f /var/lib/dpkg/info/busybox-static.list ] || echo busybox-static  # the static busybox the test images are built from
 # The sandbox launcher's seccomp RuntimeDefault profile is built with libseccomp.
 [ -e /usr/include/seccomp.h ] || echo libseccomp-dev
-# The kubelet's native helpers (pause, pod-sandbox, cri-log) are built with the C compiler pykubeadm.kubelet.native
+# The kubelet's native helpers (pause, pod-sandbox, cri-log) are built with the C compiler pykubeadm.kubelet.builtin.native
 # looks for: $CC, else cc, gcc or clang. Debian images without build tools have none: gcc, and libc6-dev for the C
 # library's headers and crt files.
 if ! { [ -n "${CC:-}" ] && have "$CC"; } && ! have cc && ! have gcc && ! have clang; then

@@ -40,4 +40,4 @@ fi
 # (as on our machines) every pykubeadm process would compile them again at start (~70 ms per process).
 .venv/bin/python -m compileall -q src >/dev/null
 # The built-in runtime's native helpers (pause, pod-sandbox) need a C compiler; without one the kubelet says so.
-.venv/bin/python -m pykubeadm.kubelet.native || true
+.venv/bin/python -m pykubeadm.kubelet.builtin.native || true

@@ -202,7 +202,7 @@ def test_kube_dns_answers_on_its_cluster_ip_inside_a_node(lab: NetnsLab) -> None
 def test_nodes_were_not_ready_until_the_pod_network_then_ready(lab: NetnsLab) -> None:
     """Before the lab applies its network addon the first control plane's Node carries the kubelet's
     network-not-ready message (what `lab up` read from the API and said); then every Node is Ready."""
-    from pykubeadm.kubelet.podnetwork import NETWORK_NOT_READY
+    from pykubeadm.kubelet.builtin.podnetwork import NETWORK_NOT_READY
 
     line = f"[lab] lab-control-plane before the Pod network: Ready=False (KubeletNotReady): {NETWORK_NOT_READY}"
     assert line in lab.up_output.splitlines(), lab.up_output[-3000:]

@@ -12,7 +12,7 @@ from pathlib import Path
 from pykubeadm import constants as c
 from pykubeadm.containerd.config import ContainerdConfig, kubeadm_pause_image
 from pykubeadm.containerd.ociimage import ImageConfig, LayerFile, write_oci_archive
-from pykubeadm.kubelet.native import native_binary
+from pykubeadm.kubelet.builtin.native import native_binary
 
 __all__ = ["build_pause_image", "import_archive", "preload_pause_image"]
 

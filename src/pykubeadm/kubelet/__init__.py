@@ -8,12 +8,7 @@
     certstore    kubelet-client/-server-<ts>.pem + -current.pem; self-signed kubelet.crt/key
     certmanager  TLS bootstrap (first rotation) and rotation at 70–90 % of the lifetime
     node         Node registration, status (capacity, maxPods, pressure), Lease heartbeat
-    runtime      control-plane images → programs, container path → host path, process groups
-    images       image → program: built-in map, the node's image map file, shell images, else ErrImagePull
-    shim         per-container shim (exit files, pidfd), adoption after a kubelet restart; direct children
     probes       httpGet / tcpSocket probes (exec probes run in the container worker)
-    podworker    one Pod (static or API): volumes, init containers, restarts, deadline, termination, status
-    containerworker  one container's process: start, probes, preStop, stop, its ContainerStatus and record
     podstatus    phase, conditions, qosClass as the kubelet computes them
     pods         API Pods bound to the node: watch, admission (maxPods), status writes, confirmed deletion
     events       core/v1 Events from the kubelet
@@ -22,6 +17,17 @@
     staticpods   watch staticPodPath, one PodWorker per manifest
     mirror       mirror Pods in the API
     server       healthz and the :10250 API (x509 / TokenReview authn, SubjectAccessReview authz)
+
+The runtime boundary, and the two runtimes behind it:
+
+    runtimeapi   the boundary, shaped like CRI (RuntimeService + ImageService, in CRI's messages)
+    runtimeroute which runtime runs a Pod (`builtin` or `cri`), and the node's CRI runtime
+    cri/         `cri`: containerd over CRI (CRIRuntime) and the pod worker that drives it through the boundary
+    builtin/     `builtin`: the process runtime (image map, shim, sandbox launcher, native helpers, cgroups and
+                 containment, the Pod network, fork server and zygote) and its pod and container workers
+
+Only the selection points (`kubelet`, `cli`, `service`, `pods`, `staticpods`, `runtimeroute`) import `builtin/`;
+`cri/` and `builtin/` never import each other (tests/unit/kubelet/test_boundary.py).
 
 Submodules are imported on use (the CLI dispatcher imports only `cli`), so this package re-exports nothing.
 """

@@ -179,7 +179,7 @@ _ARGS_META = "pykubeadm.kubelet.args"
     "--zygote",
     "zygote_socket",
     hidden=True,
-    help="Be a lab's kubelet zygote (kubelet/zygote.py): this socket, passed as stdin, asks for warm kubelets.",
+    help="Be a lab's kubelet zygote (kubelet/builtin/zygote.py): this socket, passed as stdin, asks for warm kubelets.",
 )
 @click.option("-v", "--v", "verbosity", type=int, default=None, help="Log level verbosity.")
 @click.pass_context
@@ -187,7 +187,7 @@ def command(ctx: click.Context, **opts: Any) -> None:
     """Run the built-in kubelet: TLS bootstrap, certificate rotation, node status, static Pods as processes."""
     zygote_socket = opts.pop("zygote_socket")
     if zygote_socket:
-        from pykubeadm.kubelet.zygote import serve
+        from pykubeadm.kubelet.builtin.zygote import serve
 
         serve(Path(zygote_socket))
     fork = opts.pop("fork_server")
@@ -199,7 +199,7 @@ def command(ctx: click.Context, **opts: Any) -> None:
                 command.invoke(started)
         return
     if fork:  # a cold start: before any logging, credential or thread
-        from pykubeadm.kubelet.forkserver import start_fork_server
+        from pykubeadm.kubelet.builtin.forkserver import start_fork_server
 
         start_fork_server()
     verbosity = opts.pop("verbosity")
@@ -243,7 +243,7 @@ def _await_start(fork: bool = False) -> list[str] | None:
     try:
         import pykubeadm.kubelet.config
         import pykubeadm.kubelet.kubelet  # noqa: F401
-        from pykubeadm.kubelet.forkserver import start_fork_server
+        from pykubeadm.kubelet.builtin.forkserver import start_fork_server
 
         if fork:
             start_fork_server()

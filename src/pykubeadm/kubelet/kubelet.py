@@ -26,8 +26,9 @@ from cryptography.hazmat.primitives import serialization
 
 from pykubeadm import constants as c
 from pykubeadm.cri.errors import CRIError
-from pykubeadm.kubelet import runtime
 from pykubeadm.kubelet.api import ClientConfig, KubeClient, SwappableClient
+from pykubeadm.kubelet.builtin import runtime
+from pykubeadm.kubelet.builtin.podnetwork import PodNetwork
 from pykubeadm.kubelet.certmanager import CertificateManager
 from pykubeadm.kubelet.certrenewal import ControlPlaneCertRenewer
 from pykubeadm.kubelet.certstore import CertPair, PairStore, ensure_self_signed_serving, load_pair
@@ -56,7 +57,6 @@ from pykubeadm.kubelet.metrics import KubeletMetrics
 from pykubeadm.kubelet.mirror import MirrorPodSyncer, mirror_pod
 from pykubeadm.kubelet.node import NodeAgent, initial_node
 from pykubeadm.kubelet.package import installed_version
-from pykubeadm.kubelet.podnetwork import PodNetwork
 from pykubeadm.kubelet.pods import PodManager
 from pykubeadm.kubelet.resourcemetrics import ContainerTarget, container_targets
 from pykubeadm.kubelet.runtimeroute import connect_node_runtime

@@ -10,7 +10,7 @@ no longer has are cleaned up (their processes stopped, their CNI attachments del
 any other Pod that is gone); the others are adopted by their workers.
 
 With a CRI runtime on the node (`runtime`), a Pod runs there or built-in as `runtimeroute.pod_runtime` says: a
-`cri.podworker.CRIPodWorker` or a `podworker.PodWorker`, which offer the manager the same calls. Sandboxes of Pods
+`cri.podworker.CRIPodWorker` or a `builtin.podworker.PodWorker`, which offer the manager the same calls. Sandboxes of Pods
 the API no longer has are stopped and removed through the runtime at start.
 """
 
@@ -28,14 +28,14 @@ from typing import Any
 from pykubeadm.cni import CNIError
 from pykubeadm.cri.errors import CRIError
 from pykubeadm.kubelet.api import ApiError
+from pykubeadm.kubelet.builtin.podworker import PodWorker
+from pykubeadm.kubelet.builtin.shim import ShimProcess
 from pykubeadm.kubelet.cri.podconfig import POD_UID_LABEL
 from pykubeadm.kubelet.cri.podworker import CRIPodWorker
 from pykubeadm.kubelet.listwatch import list_then_watch
-from pykubeadm.kubelet.podworker import PodWorker
 from pykubeadm.kubelet.ports import NodePorts, host_port_conflict
 from pykubeadm.kubelet.runtimeapi import KubeletRuntime
 from pykubeadm.kubelet.runtimeroute import pod_runtime
-from pykubeadm.kubelet.shim import ShimProcess
 from pykubeadm.layout import Layout
 
 __all__ = ["PodManager"]
@@ -161,7 +161,7 @@ class PodManager:
     def _prepare_runtime(self) -> None:
         """Build or find the native programs and decide isolation once, off the event loop, before any Pod."""
         try:
-            from pykubeadm.kubelet import sandbox
+            from pykubeadm.kubelet.builtin import sandbox
         except ImportError:
             return
         try:

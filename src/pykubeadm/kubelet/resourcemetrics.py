@@ -9,7 +9,7 @@ scrape_error; every sample carries the time it was measured, as kube's do.
 A container with a cgroup of its own (the built-in runtime's containment) is measured there, as cAdvisor does: the
 cgroup's CPU usage and its memory usage less inactive file pages. Otherwise a container is its main process and every
 descendant (and, for a sandboxed container, every process in its PID namespace: a program the lab's zygote forked into
-it is not the launcher's descendant, kubelet.zygote): CPU time is their user + system time plus that of their reaped
+it is not the launcher's descendant, kubelet.builtin.zygote): CPU time is their user + system time plus that of their reaped
 children (what a cgroup's cpuacct counts), the working set their resident memory. The start time is the main
 process's. One scrape lists /proc once and reads each process's `stat` once; the node comes from /proc/stat and
 /proc/meminfo (working set = used memory less inactive file pages, as cAdvisor computes it for the root cgroup). A

@@ -21,7 +21,8 @@ from typing import Any
 
 from pykubeadm.cri.endpoint import socket_path, unix_endpoint
 from pykubeadm.cri.errors import CRIError
-from pykubeadm.kubelet.runtime import BUILTIN_COMPONENTS, parse_image
+from pykubeadm.kubelet.builtin.runtime import BUILTIN_COMPONENTS, RUNTIME_TYPE
+from pykubeadm.kubelet.imageref import parse_image
 from pykubeadm.layout import Layout
 
 __all__ = ["BUILTIN", "builtin_only", "connect_node_runtime", "node_endpoint", "pod_runtime"]
@@ -29,7 +30,7 @@ __all__ = ["BUILTIN", "builtin_only", "connect_node_runtime", "node_endpoint", "
 log = logging.getLogger(__name__)
 
 #: The built-in runtime's type: containerIDs `pykubeadm://<id>`.
-BUILTIN = "pykubeadm"
+BUILTIN = RUNTIME_TYPE
 
 
 def builtin_only(image: str) -> bool:

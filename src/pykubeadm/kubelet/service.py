@@ -55,7 +55,7 @@ __all__ = [
 FLAGS_FROM_STDIN = "--flags-from-stdin"
 FORK_SERVER = "--fork-server"
 
-#: node root → its warm kubelet (a _WarmProcess, or a kubelet.zygote.WarmKubelet)
+#: node root → its warm kubelet (a _WarmProcess, or a kubelet.builtin.zygote.WarmKubelet)
 _prewarmed: dict[str, Any] = {}
 
 
@@ -95,7 +95,7 @@ def _component_prefix(layout: Layout) -> list[str]:
 
 
 def warm_kubelet_command(layout: Layout, control_plane: bool = False) -> list[str]:
-    """A warm kubelet's command line (`prewarm_kubelet`; kubelet.zygote's warm kubelets show the same): its flags come
+    """A warm kubelet's command line (`prewarm_kubelet`; kubelet.builtin.zygote's warm kubelets show the same): its flags come
     later, on stdin; a control plane's forks its fork server."""
     return [*_component_prefix(layout), FLAGS_FROM_STDIN, *([FORK_SERVER] if control_plane else [])]
 
@@ -115,7 +115,7 @@ def kubelet_will_start(dry_run: bool, skip_phases: Iterable[str]) -> bool:
 
 
 class _WarmProcess:
-    """A warm kubelet started as a new interpreter, its flags to come on a pipe (the zygote's are kubelet.zygote's
+    """A warm kubelet started as a new interpreter, its flags to come on a pipe (the zygote's are kubelet.builtin.zygote's
     WarmKubelet: the same four members)."""
 
     def __init__(self, proc: subprocess.Popen[bytes], layout: Layout) -> None:
@@ -152,8 +152,8 @@ def prewarm_kubelet(
     layout: Layout, control_plane: bool = False, zygote: Path | None = None, namespaces: str = ""
 ) -> None:
     """Built-in mode: start this node's kubelet interpreter now; `start_kubelet` hands it its flags later. A control
-    plane's kubelet also forks its fork server while it waits (kubelet.forkserver: its static Pods' components). With
-    `zygote` (a lab's kubelet zygote socket, kubelet.zygote), it is forked from the zygote, warm at once; without a
+    plane's kubelet also forks its fork server while it waits (kubelet.builtin.forkserver: its static Pods' components). With
+    `zygote` (a lab's kubelet zygote socket, kubelet.builtin.zygote), it is forked from the zygote, warm at once; without a
     zygote to ask, it is a new interpreter. `namespaces`: the node's namespace directory (a network-namespace lab's
     node, util.namespaces), which the kubelet runs in."""
     key = str(layout.root)
@@ -162,7 +162,7 @@ def prewarm_kubelet(
     if not _prewarmed:
         atexit.register(discard_prewarmed_kubelets)
     if zygote is not None:
-        from pykubeadm.kubelet.zygote import WarmKubelet
+        from pykubeadm.kubelet.builtin.zygote import WarmKubelet
 
         forked = WarmKubelet.request(zygote, key, control_plane, namespaces)
         if forked is not None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from pykubeadm.kubelet.podworker import PodWorker
+from pykubeadm.kubelet.builtin.podworker import PodWorker
 from pykubeadm.layout import Layout
 from pykubeadm.util.yamlload import load_yaml
 

@@ -5,7 +5,7 @@ container starts, `mounts_for(container)` for each container (given to `sandbox.
 on every periodic sync (ConfigMap/Secret/downward-API contents; the service-account token renewed at 80 % of its
 life), `await teardown()` when the Pod is gone. Volumes live under `<pod dir>/volumes/<plugin>/<name>`
 (`kubernetes.io~configmap`, `~secret`, `~projected`, `~empty-dir`, `~downward-api`); hostPath volumes are paths under
-the node root (`Layout.host`) checked as `runtime.prepare_host_paths` does. `persistentVolumeClaim` and generic
+the node root (`Layout.host`) checked as `hostpath.prepare_host_paths` does. `persistentVolumeClaim` and generic
 `ephemeral` volumes (claim `<pod>-<volume>`, owned by the Pod) resolve through the bound PersistentVolume to a
 hostPath or `local` directory of this node (a `local` one gets `securityContext.fsGroup` ownership); an unbound claim
 fails the mount ("error processing PVC ns/name: PVC is not bound") and the pod worker retries. ConfigMaps and Secrets are read through
@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pykubeadm.kubelet import runtime
 from pykubeadm.kubelet.api import ApiError
 from pykubeadm.kubelet.envvars import EnvError, ObjectCache, expand, field_value, node_allocatable, resource_value
+from pykubeadm.kubelet.hostpath import MountError, prepare_host_paths
 from pykubeadm.kubelet.volumeownership import set_volume_ownership
 from pykubeadm.layout import Layout
 
@@ -347,8 +347,8 @@ class PodVolumes:
     def _host_path(self, volume: Obj) -> None:
         hp = volume["hostPath"]
         try:
-            runtime.prepare_host_paths({"volumes": [volume]}, self.layout)
-        except runtime.MountError as e:
+            prepare_host_paths({"volumes": [volume]}, self.layout)
+        except MountError as e:
             raise VolumeError("FailedMount", self._failed(volume, str(e))) from e
         path = self.layout.host(hp["path"])
         checks = {

@@ -15,7 +15,7 @@ init applies its own addons and the nodes join. The lab's settings are in `.lab/
 certificate it belongs to).
 
 The joins are forked rather than exec'd, their modules imported once: `up` forks them from the lab process
-(lab.forkcli), `lab join` has the lab's kubelet zygote fork it (kubelet.zygote), each with its node's warm kubelet.
+(lab.forkcli), `lab join` has the lab's kubelet zygote fork it (kubelet.builtin.zygote), each with its node's warm kubelet.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ from pykubeadm.util.yamlload import load_yaml, load_yaml_all
 if TYPE_CHECKING:
     from lightkube import Client
 
-    from pykubeadm.kubelet.zygote import Command
+    from pykubeadm.kubelet.builtin.zygote import Command
 
 __all__ = [
     "DATASTORES",
@@ -232,8 +232,8 @@ def _wait_joins(procs: Joins, out: Out) -> None:
 
 
 def zygote_socket(lab_dir: Path) -> Path:
-    """The lab's kubelet zygote (kubelet.zygote): it forks each node's warm kubelet."""
-    from pykubeadm.kubelet.zygote import SOCKET_NAME
+    """The lab's kubelet zygote (kubelet.builtin.zygote): it forks each node's warm kubelet."""
+    from pykubeadm.kubelet.builtin.zygote import SOCKET_NAME
 
     return state_dir(lab_dir) / SOCKET_NAME
 
@@ -245,7 +245,7 @@ def _prepare_joins(lab_dir: Path, nodes: list[LabNode]) -> None:
     process cannot fork: then every join is a new interpreter that warms its own kubelet."""
     if not forkcli.can_fork():
         return
-    from pykubeadm.kubelet import zygote
+    from pykubeadm.kubelet.builtin import zygote
 
     for node in nodes:
         prewarm_kubelet(Layout(root=node.root), zygote=zygote_socket(lab_dir), namespaces=node.namespaces)
@@ -480,7 +480,7 @@ def lab_up(
     out(f"[lab] Creating {cp.name} on {cp.address} (root {cp.root}, datastore {datastore}, endpoint {endpoint})")
     args = ["init", "--config", str(cp.config_file)] + (["--upload-certs"] if ha else [])
     if forkcli.can_fork():  # the kubelets' zygote, for this lab's life: the first node's warm kubelet comes from it
-        from pykubeadm.kubelet import zygote
+        from pykubeadm.kubelet.builtin import zygote
 
         zygote.start(zygote_socket(lab_dir))
         if lb is None:
@@ -547,7 +547,7 @@ def lab_up(
         _join_control_plane(lab_dir, node, settings, token, ca_hash, out)
     wait_ready(lab_dir, [n.name for n in nodes], out, joins=procs)
     out(f"[lab] {len(nodes)} node(s) Ready after {time.monotonic() - start:.1f}s")
-    from pykubeadm.kubelet import zygote
+    from pykubeadm.kubelet.builtin import zygote
 
     zygote.preload(zygote_socket(lab_dir), forkcli.join_modules())  # `lab join` finds join imported
     out(_look_around(lab_dir))
@@ -720,9 +720,9 @@ def lab_join(lab_dir: Path, out: Out = print, control_plane: bool = False, name:
 
 def _join_worker(lab_dir: Path, node: LabNode, first: LabNode, s: LabSettings, out: Out) -> None:
     """A worker's `join`, then wait for its Node to be Ready. The lab's zygote forks the join when the lab has one
-    (kubelet.zygote: it has imported what `join` runs, and forks the node's warm kubelet for it); else this process
+    (kubelet.builtin.zygote: it has imported what `join` runs, and forks the node's warm kubelet for it); else this process
     does (lab.forkcli), or starts it as a new interpreter."""
-    from pykubeadm.kubelet.zygote import Command
+    from pykubeadm.kubelet.builtin.zygote import Command
 
     write_image_map(node, _image_map_of(first))
     lb = load_balancer(lab_dir, s)

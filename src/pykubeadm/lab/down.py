@@ -36,7 +36,7 @@ RESET_MODULES = (
     "pykubeadm.cli.main",
     "pykubeadm.cli.reset",
     "pykubeadm.phases.reset.cleanup_node",
-    "pykubeadm.kubelet.runtime",
+    "pykubeadm.kubelet.builtin.runtime",
 )
 
 
@@ -76,7 +76,7 @@ def _stop_leftovers(lab_dir: Path, nodes: list[LabNode], out: Out) -> None:
 
 def _unpin_pod_networks(nodes: list[LabNode], out: Out) -> None:
     """Pod network namespaces a reset left pinned under a node's kubelet dir: their files cannot be removed else."""
-    from pykubeadm.kubelet.podnetwork import unpin_all
+    from pykubeadm.kubelet.builtin.podnetwork import unpin_all
     from pykubeadm.layout import Layout
 
     for node in nodes:
@@ -97,7 +97,7 @@ def lab_down(lab_dir: Path, out: Out = print) -> None:
             lab_runtime.stop(node, out)
     lab_runtime.remove_socket_links(lab_dir)
     _unpin_pod_networks(nodes, out)
-    from pykubeadm.kubelet import zygote
+    from pykubeadm.kubelet.builtin import zygote
 
     zygote.stop(zygote_socket(lab_dir))
     lb = load_balancer(lab_dir)

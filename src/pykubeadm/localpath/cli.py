@@ -1,6 +1,6 @@
 """`pykubeadm component local-path-provisioner [--debug] start --config FILE …`: the local-path provisioner program.
 
-What the `rancher/local-path-provisioner` image runs here (kubelet/runtime.py maps the image to this component), with
+What the `rancher/local-path-provisioner` image runs here (kubelet/builtin/runtime.py maps the image to this component), with
 the upstream flags: `--config` (config.json; `setup` and `teardown` are read beside it), `--provisioner-name`
 (`rancher.io/local-path`), `--namespace` ($POD_NAMESPACE, default `local-path-storage`), `--helper-image`,
 `--configmap-name` (read from the API when the config file is not there), `--service-account-name`,

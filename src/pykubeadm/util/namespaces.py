@@ -2,7 +2,7 @@
 
 A node of a network-namespace lab (lab.network) is a directory holding `net` and `uts`: files on which the node's
 namespaces are mounted. Whatever runs as the node enters both before it runs: a command the lab forks (lab.forkcli),
-a warm kubelet or command the kubelet zygote forks (kubelet.zygote), a command started as a new process (behind
+a warm kubelet or command the kubelet zygote forks (kubelet.builtin.zygote), a command started as a new process (behind
 `nsenter_prefix`). Everything they start in turn inherits the namespaces, as processes on a machine do.
 """
 

@@ -24,8 +24,8 @@ import yaml
 from tests.integration.cni._netns import Procs, api_relay, namespaces, needs_netns, run, wait_until
 from tests.integration.cni.test_plugins import allocated, conflist
 
-from pykubeadm.kubelet import sandbox
-from pykubeadm.kubelet.podnetwork import NETWORK_NOT_READY
+from pykubeadm.kubelet.builtin import sandbox
+from pykubeadm.kubelet.builtin.podnetwork import NETWORK_NOT_READY
 from pykubeadm.testing.apiserver import ApiServer, running_apiserver
 
 pytestmark = [
@@ -146,7 +146,7 @@ def embedded_kubeconfig(api: ApiServer, path: Path) -> None:
 
 def _kill_pod_processes(root: Path) -> None:
     """Whatever a kubelet of the test left running under its shims (by the pids they recorded)."""
-    from pykubeadm.kubelet.shim import ShimProcess
+    from pykubeadm.kubelet.builtin.shim import ShimProcess
 
     for shim_dir in root.glob("var/lib/kubelet/pods/*/containers/*/*"):
         proc = ShimProcess.adopt(shim_dir)
@@ -155,7 +155,7 @@ def _kill_pod_processes(root: Path) -> None:
 
 
 def _unmount_below(root: Path) -> None:
-    from pykubeadm.kubelet import netns
+    from pykubeadm.kubelet.builtin import netns
 
     for path in root.glob("var/lib/kubelet/pods/*/netns"):
         with contextlib.suppress(OSError):

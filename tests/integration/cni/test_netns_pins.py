@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pykubeadm.kubelet import netns
-from pykubeadm.kubelet.podnetwork import netns_path, unpin_all
+from pykubeadm.kubelet.builtin import netns
+from pykubeadm.kubelet.builtin.podnetwork import netns_path, unpin_all
 from pykubeadm.layout import Layout
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pykubeadm.kubelet import service as kubeletservice
-from pykubeadm.kubelet import zygote
+from pykubeadm.kubelet.builtin import zygote
 from pykubeadm.layout import Layout
 
 

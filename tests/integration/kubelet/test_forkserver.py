@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pykubeadm.kubelet.forkserver import ForkedProcess, ForkServer, code_stamp, forkable, set_proc_args
+from pykubeadm.kubelet.builtin.forkserver import ForkedProcess, ForkServer, code_stamp, forkable, set_proc_args
 
 pytestmark = pytest.mark.integration
 
@@ -216,7 +216,7 @@ async def test_containers_die_with_the_server(server: ForkServer, tmp_path: Path
 _KUBELET = """
 import asyncio, sys, time
 from tests.integration.kubelet.test_forkserver import ARGV, _container
-from pykubeadm.kubelet.forkserver import ForkServer, ForkedProcess
+from pykubeadm.kubelet.builtin.forkserver import ForkServer, ForkedProcess
 
 server = ForkServer.start(modules={}, runner=_container)
 

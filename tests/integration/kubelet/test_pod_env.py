@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from pykubeadm.kubelet import sandbox
 from pykubeadm.kubelet.api import ApiError, ClientConfig, KubeClient
+from pykubeadm.kubelet.builtin import sandbox
 from pykubeadm.kubelet.envvars import container_env
 from pykubeadm.kubelet.volumes import Mount, PodVolumes
 from pykubeadm.layout import Layout

@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from pykubeadm.kubelet import sandbox
+from pykubeadm.kubelet.builtin import sandbox
+from pykubeadm.kubelet.builtin.podworker import ContainerWorker, PodWorker
 from pykubeadm.kubelet.crilog import parse_line
-from pykubeadm.kubelet.podworker import ContainerWorker, PodWorker
 from pykubeadm.kubelet.resourcemetrics import container_targets, render_resource_metrics
 from pykubeadm.layout import Layout
 
@@ -235,7 +235,7 @@ async def test_cpu_limit_holds_a_busy_loop_near_its_share(run_pod: RunPod) -> No
 _AS_NOBODY = """
 import asyncio, json, sys, uuid
 from pathlib import Path
-from pykubeadm.kubelet.podworker import PodWorker
+from pykubeadm.kubelet.builtin.podworker import PodWorker
 from pykubeadm.layout import Layout
 
 async def main() -> None:
@@ -350,7 +350,7 @@ async def test_exec_runs_confined_as_the_container(run_pod: RunPod) -> None:
 
 
 async def test_reset_removes_the_cgroups_of_pods_whose_kubelet_is_gone(tmp_path: Path) -> None:
-    from pykubeadm.kubelet.containment import node_cgroups
+    from pykubeadm.kubelet.builtin.containment import node_cgroups
 
     layout = Layout(tmp_path / "node")
     uid = str(uuid.uuid4())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.integration.kubelet.kubelet_procs import alive
 
-from pykubeadm.kubelet.shim import ShimProcess, proc_start_time
+from pykubeadm.kubelet.builtin.shim import ShimProcess, proc_start_time
 
 
 def env() -> dict[str, str]:
@@ -82,7 +82,7 @@ async def test_a_signal_to_the_group_is_the_containers_to_handle_and_the_shim_re
 
 
 def cri_logger(tmp_path: Path) -> str:
-    from pykubeadm.kubelet.sandbox import cri_log_path
+    from pykubeadm.kubelet.builtin.sandbox import cri_log_path
     from pykubeadm.layout import Layout
 
     return str(cri_log_path(Layout(tmp_path / "node")))

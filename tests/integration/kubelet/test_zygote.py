@@ -1,4 +1,4 @@
-"""The lab's kubelet zygote (kubelet/zygote.py) with real processes: a warm kubelet it forks is a session of its own,
+"""The lab's kubelet zygote (kubelet/builtin/zygote.py) with real processes: a warm kubelet it forks is a session of its own,
 nobody's child, shows the warm kubelet's command line and node root, writes nothing until it is started, then runs as
 a kubelet started any other way; one never started ends at EOF; the zygote's socket is its owner's only; without a
 zygote (none made, or it died) the warm kubelet is a new interpreter."""
@@ -23,7 +23,7 @@ from tests.integration.kubelet.kubelet_procs import (
 )
 
 from pykubeadm.kubelet import service as kubeletservice
-from pykubeadm.kubelet import zygote
+from pykubeadm.kubelet.builtin import zygote
 from pykubeadm.layout import Layout
 from pykubeadm.testing.apiserver import free_port
 

@@ -1,4 +1,4 @@
-"""Add-on containers forked by the lab's zygote (kubelet/zygote.py, native/pod-sandbox.c `-z`), with real processes:
+"""Add-on containers forked by the lab's zygote (kubelet/builtin/zygote.py, native/pod-sandbox.c `-z`), with real processes:
 the program is PID 1 of its own PID namespace, with the container's hostname and stdio, and not the launcher's child;
 nsenter into the launcher (what `kubectl exec` runs) finds the program there; a signal to the launcher reaches the
 program and its status is the launcher's; a killed launcher takes the program with it; without a zygote the launcher
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from tests.integration.kubelet.kubelet_procs import alive, children_of, cmdline, wait_until
 
-from pykubeadm.kubelet import sandbox
+from pykubeadm.kubelet.builtin import sandbox
 from pykubeadm.testing.apiserver import free_port
 
 pytestmark = [
@@ -141,7 +141,7 @@ def test_without_a_zygote_the_launcher_execs_the_program(tmp_path: Path, corefil
 def test_the_program_runs_in_the_pods_network_namespace(
     sock: Path, corefile: Path, tmp_path: Path, forked: bool
 ) -> None:
-    from pykubeadm.kubelet import netns
+    from pykubeadm.kubelet.builtin import netns
 
     pinned = tmp_path / "pod" / "netns"
     netns.create(pinned)
@@ -171,7 +171,7 @@ def test_the_program_runs_in_the_pods_network_namespace(
 def test_a_forked_program_joins_its_containers_cgroups(sock: Path, corefile: Path) -> None:
     """A container with limits (the network addon's 100m CPU, 50Mi memory) forked by the zygote is charged to and
     limited by its own cgroups, as an exec'd one: the program is in them, its zygote relay is not."""
-    from pykubeadm.kubelet.cgroups import NodeCgroups
+    from pykubeadm.kubelet.builtin.cgroups import NodeCgroups
 
     node = NodeCgroups.detect(f"zygote-test-{os.getpid()}")
     if node is None:

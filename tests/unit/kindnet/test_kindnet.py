@@ -10,7 +10,7 @@ import pytest
 from pykubeadm.kindnet.conflist import CONFLIST_NAME, render_conflist, write_conflist
 from pykubeadm.kindnet.manifests import KINDNET_IMAGE, kindnet_objects
 from pykubeadm.kindnet.routes import desired_routes
-from pykubeadm.kubelet.runtime import resolve_program
+from pykubeadm.kubelet.builtin.runtime import resolve_program
 
 
 def node(name: str, ips: list[str], cidrs: list[str]) -> dict:

@@ -3,7 +3,7 @@ missing, as containerd's CRI does for a bind-mount source (replicas sharing port
 
 from __future__ import annotations
 
-from pykubeadm.kubelet import runtime
+from pykubeadm.kubelet import hostpath
 from pykubeadm.layout import Layout
 
 
@@ -17,6 +17,6 @@ def test_an_untyped_host_path_that_is_missing_is_created_as_a_directory(tmp_path
             {"name": "xtables-lock", "hostPath": {"path": "/run/xtables.lock", "type": ""}},
         ]
     }
-    runtime.prepare_host_paths(spec, layout)
+    hostpath.prepare_host_paths(spec, layout)
     assert (tmp_path / "lib/modules").is_dir()
     assert (tmp_path / "run/xtables.lock").is_file()  # an existing file stays what it is

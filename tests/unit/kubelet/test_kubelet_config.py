@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from pykubeadm.errors import ValidationError
+from pykubeadm.kubelet.backoff import BackOff
 from pykubeadm.kubelet.cli import parse_labels, parse_taints, resolve_settings
-from pykubeadm.kubelet.podworker import BackOff
 from pykubeadm.layout import Layout
 
 KUBEADM_CONFIG = {

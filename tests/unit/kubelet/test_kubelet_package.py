@@ -8,7 +8,7 @@ import pytest
 
 from pykubeadm import constants as c
 from pykubeadm.errors import KubeadmError
-from pykubeadm.kubelet import runtime
+from pykubeadm.kubelet.builtin import runtime
 from pykubeadm.kubelet.kubelet import kubelet_version
 from pykubeadm.kubelet.node import initial_node
 from pykubeadm.kubelet.package import KUBELET_VERSION_FILE, ensure_installed, install_kubelet, installed_version

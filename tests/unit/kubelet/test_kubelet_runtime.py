@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from pykubeadm.kubelet import runtime
+from pykubeadm.kubelet import hostpath, imageref
+from pykubeadm.kubelet.builtin import runtime
 from pykubeadm.layout import Layout
 
 APISERVER_SPEC = {
@@ -42,7 +43,7 @@ CONTAINER = {
     ],
 )
 def test_parse_image(image, expected):
-    assert runtime.parse_image(image) == expected
+    assert imageref.parse_image(image) == expected
 
 
 def test_component_images_map_to_pykubeadm_component():
@@ -100,11 +101,11 @@ def test_path_mapping_with_slash_root_is_identity():
 
 def test_prepare_host_paths_creates_directory_and_file(tmp_path):
     layout = Layout(root=tmp_path)
-    runtime.prepare_host_paths(APISERVER_SPEC, layout)
+    hostpath.prepare_host_paths(APISERVER_SPEC, layout)
     assert (tmp_path / "etc/kubernetes/pki").is_dir()
     assert (tmp_path / "etc/kubernetes/scheduler.conf").is_file()
-    with pytest.raises(runtime.MountError):
-        runtime.prepare_host_paths(
+    with pytest.raises(hostpath.MountError):
+        hostpath.prepare_host_paths(
             {"volumes": [{"name": "x", "hostPath": {"path": "/nope", "type": "Directory"}}]}, layout
         )
 

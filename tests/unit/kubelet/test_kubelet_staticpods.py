@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from pykubeadm.kubelet.podworker import PodWorker
+from pykubeadm.kubelet.builtin.podworker import PodWorker
 from pykubeadm.kubelet.server import subresource_for
 from pykubeadm.kubelet.staticpods import read_static_pods
 from pykubeadm.layout import Layout

@@ -7,15 +7,10 @@ from typing import Any
 
 import pytest
 
-from pykubeadm.kubelet.cgroups import Resources, _pod_resources, container_resources, milli_cpu_to_shares
-from pykubeadm.kubelet.securitycontext import (
-    CAPABILITIES,
-    DEFAULT_CAPABILITIES,
-    SecurityContextError,
-    confinement,
-    effective_context,
-    unconfinable_fields,
-)
+from pykubeadm.kubelet.builtin.cgroups import _pod_resources
+from pykubeadm.kubelet.builtin.confinement import CAPABILITIES, DEFAULT_CAPABILITIES, confinement, unconfinable_fields
+from pykubeadm.kubelet.resources import Resources, container_resources, milli_cpu_to_shares
+from pykubeadm.kubelet.securitycontext import SecurityContextError, effective_context
 
 
 def pod(containers: list[dict[str, Any]], **sc: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 from pykubeadm.cri.errors import CRIError
 from pykubeadm.cri.v1 import api_pb2 as api
 from pykubeadm.kubelet.cri.pullsecrets import matching_auths
-from pykubeadm.kubelet.runtime import parse_image
+from pykubeadm.kubelet.imageref import parse_image
 from pykubeadm.kubelet.runtimeapi import KubeletRuntime
 
 __all__ = ["ImagePullError", "default_pull_policy", "ensure_image", "image_id"]

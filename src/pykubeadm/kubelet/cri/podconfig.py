@@ -13,7 +13,7 @@ from typing import Any
 
 from pykubeadm.cri.v1 import api_pb2 as api
 from pykubeadm.kubelet import dnsconfig
-from pykubeadm.kubelet.cgroups import container_resources, milli_cpu_to_shares
+from pykubeadm.kubelet.resources import CFS_PERIOD_US, container_resources, milli_cpu_to_quota, milli_cpu_to_shares
 from pykubeadm.kubelet.securitycontext import effective_context
 
 __all__ = [
@@ -34,8 +34,6 @@ CONTAINER_NAME_LABEL = "io.kubernetes.container.name"
 RESTART_COUNT_ANNOTATION = "io.kubernetes.container.restartCount"
 TERMINATION_MESSAGE_PATH_ANNOTATION = "io.kubernetes.container.terminationMessagePath"
 HASH_ANNOTATION = "io.kubernetes.container.hash"
-_CFS_PERIOD_US = 100_000
-_MIN_QUOTA_US = 1000
 _PROTOCOLS = {"TCP": api.Protocol.TCP, "UDP": api.Protocol.UDP, "SCTP": api.Protocol.SCTP}
 
 
@@ -144,8 +142,8 @@ def resources(container: Mapping[str, Any]) -> api.LinuxContainerResources:
     res = container_resources(container)
     out = api.LinuxContainerResources(cpu_shares=milli_cpu_to_shares(res.cpu_request))
     if res.cpu_limit is not None:
-        out.cpu_period = _CFS_PERIOD_US
-        out.cpu_quota = max(_MIN_QUOTA_US, res.cpu_limit * _CFS_PERIOD_US // 1000)
+        out.cpu_period = CFS_PERIOD_US
+        out.cpu_quota = milli_cpu_to_quota(res.cpu_limit)
     if res.memory_limit is not None:
         out.memory_limit_in_bytes = res.memory_limit
     return out

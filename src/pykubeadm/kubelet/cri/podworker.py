@@ -1,7 +1,7 @@
 """One API Pod on the node's CRI runtime, driven only through the runtime boundary (`runtimeapi.KubeletRuntime`):
 its volumes (`volumes.PodVolumes`), a sandbox (`podconfig.sandbox_config`: hostname, DNS, port mappings, log
 directory, namespaces, security context), the image of each container (`imagepull`), init containers in order, then
-the containers, each restarted by restartPolicy with the kubelet's CrashLoopBackOff (`containerworker.BackOff`),
+the containers, each restarted by restartPolicy with the kubelet's CrashLoopBackOff (`backoff.BackOff`),
 probes (exec through ExecSync; HTTP and TCP to the Pod IP of the sandbox's status), lifecycle hooks, graceful stop
 (preStop, StopContainer with the grace period, then StopPodSandbox and RemovePodSandbox) and the PodStatus built from
 ContainerStatus (state, exit code, reason incl. OOMKilled, times, imageID, restartCount, terminationMessagePath).
@@ -10,8 +10,10 @@ A restarted kubelet adopts the Pod's sandbox and containers: they are found by k
 (`io.kubernetes.pod.uid`, `io.kubernetes.container.name`) and restart counts read back from the container's
 `io.kubernetes.container.restartCount` annotation, so IDs and counts stay what they were.
 
-It offers `pods.PodManager` what `podworker.PodWorker` offers (start, status, terminate, detach, ...), so the manager
-holds either; which one runs a Pod is `runtimeroute.pod_runtime`.
+What every pod worker does whichever runtime runs the Pod (restartPolicy, init containers in order, the ContainerStatus
+fields, preStop, probes, volumes) is `workerbase`'s. It offers `pods.PodManager` what `builtin.podworker.PodWorker`
+offers (start, status, terminate, detach, ...), so the manager holds either; which one runs a Pod is
+`runtimeroute.pod_runtime`.
 """
 
 from __future__ import annotations
@@ -20,21 +22,21 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from pykubeadm.cri.errors import CRIError, CRINotFound
 from pykubeadm.cri.v1 import api_pb2 as api
 from pykubeadm.kubelet import dnsconfig
-from pykubeadm.kubelet.containerworker import BackOff
+from pykubeadm.kubelet.backoff import BackOff
+from pykubeadm.kubelet.containerconfig import ContainerConfigError, container_setup
 from pykubeadm.kubelet.cri import podconfig
 from pykubeadm.kubelet.cri.imagepull import ImagePullError, PullContext, ensure_image, image_id
 from pykubeadm.kubelet.cri.streams import CRIStreams
-from pykubeadm.kubelet.podstatus import Conditions, now, worker_phase, worker_status
-from pykubeadm.kubelet.probes import Probe, ProbeLoops, run_probe
+from pykubeadm.kubelet.podstatus import now
 from pykubeadm.kubelet.runtimeapi import KubeletRuntime, container_id_url
-from pykubeadm.layout import Layout
+from pykubeadm.kubelet.workerbase import ContainerBase, PodOptions, PodWorkerBase
 
 __all__ = ["CRIContainer", "CRIPodWorker"]
 
@@ -51,11 +53,7 @@ def _time(ns: int) -> str:
     return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class ContainerConfigError(Exception):
-    """The container's configuration cannot be built (CreateContainerConfigError)."""
-
-
-class CRIContainer(ProbeLoops):
+class CRIContainer(ContainerBase):
     """One (init) container of a CRI Pod: its current CRI container, restart count, status and probes."""
 
     def __init__(self, pod: CRIPodWorker, spec: dict[str, Any], *, init: bool, backoff_initial: float):
@@ -81,16 +79,8 @@ class CRIContainer(ProbeLoops):
         self._pull_failures = 0
 
     @property
-    def name(self) -> str:
-        return str(self.spec.get("name", ""))
-
-    @property
     def pid(self) -> int | None:
         return None  # a CRI container's process is the runtime's, reached through the boundary
-
-    @property
-    def field_path(self) -> str:
-        return f"spec.{'initContainers' if self.init else 'containers'}{{{self.name}}}"
 
     @property
     def streams(self) -> CRIStreams | None:
@@ -103,38 +93,8 @@ class CRIContainer(ProbeLoops):
     def running(self) -> bool:
         return "running" in self.state and bool(self.container_id)
 
-    def log_path(self, restart: int | None = None) -> Path:
-        return self.pod.log_dir / self.name / f"{self.restart_count if restart is None else restart}.log"
-
     def termination_log(self) -> Path:
         return self.pod.pod_dir / "containers" / self.name / f"{self.restart_count}-termination-log"
-
-    def status(self) -> dict[str, Any]:
-        image = self.spec.get("image", "")
-        out: dict[str, Any] = {
-            "name": self.name,
-            "state": self.state,
-            "lastState": self.last_state,
-            "ready": self.ready,
-            "restartCount": self.restart_count,
-            "image": image,
-            "imageID": self.image_id,
-            "started": self.started,
-        }
-        if self.container_id:
-            out["containerID"] = self.pod.id_url(self.container_id)
-        return out
-
-    def _event(self, kind: str, reason: str, message: str) -> None:
-        self.pod.event(kind, reason, message, self.field_path)
-
-    def wait(self, reason: str, message: str = "") -> None:
-        waiting: dict[str, Any] = {"reason": reason}
-        if message:
-            waiting["message"] = message
-        self.state = {"waiting": waiting}
-        self.ready = self.started = False
-        self.pod.changed()
 
     # --- one instance ----------------------------------------------------------------------------------------------
     async def _image(self) -> api.Image | None:
@@ -143,15 +103,7 @@ class CRIContainer(ProbeLoops):
         try:
             image = await ensure_image(ctx, self.spec, pod.sandbox_config)
         except ImagePullError as e:
-            self._pull_failures += 1
-            ref = str(self.spec.get("image") or "")
-            if e.reason == "ErrImagePull" and self._pull_failures > 1:
-                self._event("Normal", "BackOff", f'Back-off pulling image "{ref}"')
-                self._event("Warning", "Failed", "Error: ImagePullBackOff")
-                self.wait("ImagePullBackOff", f'Back-off pulling image "{ref}": ErrImagePull: {e.message}')
-            else:
-                self._event("Warning", "Failed", f"Error: {e.reason}")
-                self.wait(e.reason, e.message)
+            self.image_failed(str(self.spec.get("image") or ""), e.reason, e.message)
             return None
         self._pull_failures = 0
         self.pull_backoff.current = 0.0
@@ -159,43 +111,22 @@ class CRIContainer(ProbeLoops):
 
     async def _config(self, image: api.Image) -> api.ContainerConfig:
         pod = self.pod
-        from pykubeadm.kubelet import envvars, volumes
-
-        try:
-            env = await envvars.container_env(
-                pod.pod,
-                self.spec,
-                pod.client(),
-                node_name=pod.node_name,
-                host_ip=pod.host_ip,
-                pod_ip=pod.pod_ip,
-                pod_ips=pod.pod_ips,
-                on_event=lambda reason, message: pod.event("Warning", reason, message),
-                objects=pod.objects,
-                service_env=pod.service_env(pod.pod) if pod.service_env is not None else None,
-            )
-        except envvars.EnvError as e:
-            raise ContainerConfigError(str(e)) from e
-        try:
-            mounts = pod.volumes.mounts_for(self.spec, env) if pod.volumes is not None else []
-        except volumes.VolumeError as e:
-            raise ContainerConfigError(e.message) from e
-        command, args = envvars.expand_command(self.spec, env)
+        setup = await container_setup(pod, self.spec)
         term = self.termination_log()
         term.parent.mkdir(parents=True, exist_ok=True)
         term.write_bytes(b"")
         term.chmod(0o666)
-        self.env = env
+        self.env = setup.env
         return podconfig.container_config(
             pod.pod,
             pod.uid,
             self.spec,
             image=image.id or str(self.spec.get("image")),
             restart_count=self.restart_count,
-            command=command,
-            args=args,
-            env=env,
-            mounts=mounts,
+            command=setup.command,
+            args=setup.args,
+            env=setup.env,
+            mounts=setup.mounts,
             termination_log=term,
         )
 
@@ -209,21 +140,18 @@ class CRIContainer(ProbeLoops):
         try:
             config = await self._config(image)
         except ContainerConfigError as e:
-            self._event("Warning", "Failed", f"Error: {e}")
-            self.wait("CreateContainerConfigError", str(e))
+            self.fail("CreateContainerConfigError", str(e))
             return False
         try:
             cid = await pod.runtime.create_container(pod.sandbox_id, config, pod.sandbox_config)
         except CRIError as e:
-            self._event("Warning", "Failed", f"Error: {e}")
-            self.wait("CreateContainerError", str(e))
+            self.fail("CreateContainerError", str(e))
             return False
         self._event("Normal", "Created", f"Created container: {self.name}")
         try:
             await pod.runtime.start_container(cid)
         except CRIError as e:
-            self._event("Warning", "Failed", f"Error: {e}")
-            self.wait("RunContainerError", str(e))
+            self.fail("RunContainerError", str(e))
             with contextlib.suppress(CRIError):
                 await pod.runtime.remove_container(cid)
             return False
@@ -328,119 +256,45 @@ class CRIContainer(ProbeLoops):
         """preStop hook, then StopContainer with what is left of the grace period (the Killing event)."""
         if not self.running:
             return
-        self._event("Normal", "Killing", reason or f"Stopping container {self.name}")
+        deadline = await self.pre_stop(grace, reason)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + grace
-        pre = ((self.spec.get("lifecycle") or {}).get("preStop") or {}).get("exec")
-        if pre and pre.get("command"):
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.exec_sync([str(x) for x in pre["command"]], grace), max(0.1, grace))
         with contextlib.suppress(CRIError):
             await self.pod.runtime.stop_container(self.container_id, max(0, round(deadline - loop.time())))
 
-    # --- probes ---------------------------------------------------------------------------------------------------
-    async def _probe(self, probe: Probe) -> tuple[bool, str]:
-        if "exec" in probe.spec:
-            cmd = [str(x) for x in (probe.spec["exec"] or {}).get("command") or []]
-            code, out = await self.exec_sync(cmd, probe.timeout)
-            return code == 0, "" if code == 0 else out or f"command {cmd!r} exited with {code}"
-        ports = {p["name"]: int(p["containerPort"]) for p in self.spec.get("ports") or [] if p.get("name")}
-        res = await run_probe(probe, self.pod.pod_ip, ports)
-        return res.ok, res.message
 
-    def _probe_event(self, kind: str, reason: str, message: str) -> None:
-        self._event(kind, reason, message)
-
-    async def _probe_failed(self, why: str, kind: str) -> None:
-        await self.stop(self.pod.grace, f"Container {self.name} failed {kind} probe, will be restarted")
-
-
-class CRIPodWorker:
+class CRIPodWorker(PodWorkerBase):
     """An API Pod on the CRI runtime: its sandbox, one CRIContainer per (init) container, its PodStatus."""
 
     source = "api"
     persistent = True
+    init_containers: list[CRIContainer]
+    containers: list[CRIContainer]
 
     def __init__(
-        self,
-        pod: dict[str, Any],
-        *,
-        uid: str,
-        runtime: KubeletRuntime,
-        node_name: str,
-        host_ip: str,
-        layout: Layout,
-        on_change: Callable[[Any], None] | None = None,
-        backoff_initial: float = 10.0,
-        events: Any = None,
-        client: Callable[[], Any] | None = None,
-        objects: Any = None,
-        service_env: Callable[[dict[str, Any]], dict[str, str]] | None = None,
-        cluster_dns: list[str] | None = None,
-        cluster_domain: str = "",
-        resolv_conf: Path | None = None,
-        observer: Callable[[Any], None] | None = None,
-    ):
-        self.pod = pod
-        self.spec: dict[str, Any] = pod.get("spec") or {}
-        meta = pod.get("metadata") or {}
-        self.name = self.full_name = str(meta.get("name", ""))
-        self.namespace = str(meta.get("namespace") or "default")
-        self.key = f"{self.namespace}/{self.name}"
-        self.uid = uid
+        self, pod: dict[str, Any], *, runtime: KubeletRuntime, host_ip: str, **options: Unpack[PodOptions]
+    ) -> None:
+        self.full_name = str((pod.get("metadata") or {}).get("name", ""))
+        super().__init__(pod, **options)
         self.runtime = runtime
-        self.node_name = node_name
         self.host_ip = host_ip
         self.pod_ip = host_ip if self.spec.get("hostNetwork") else ""
         self.pod_ips = [host_ip] if self.spec.get("hostNetwork") else []
-        self.layout = layout
-        self.on_change = on_change
-        self.observer = observer
-        self.events = events
-        self.client: Callable[[], Any] = client or (lambda: None)
-        self.objects = objects
-        self.service_env = service_env
-        self.cluster_dns = list(cluster_dns or [])
-        self.cluster_domain = cluster_domain
-        self.resolv_conf = resolv_conf
-        self.grace = float(self.spec.get("terminationGracePeriodSeconds", 30))
-        status = pod.get("status") or {}
-        self.start_time = str(status.get("startTime") or now())
-        self.log_dir = layout.pod_log_dir / f"{self.namespace}_{self.name}_{uid}"
-        self.pod_dir = layout.pod_dir(uid)
-        self.backoff_initial = backoff_initial
         self.init_containers = [
-            CRIContainer(self, dict(ct), init=True, backoff_initial=backoff_initial)
+            CRIContainer(self, dict(ct), init=True, backoff_initial=self.backoff_initial)
             for ct in self.spec.get("initContainers") or []
         ]
         self.containers = [
-            CRIContainer(self, dict(ct), init=False, backoff_initial=backoff_initial)
+            CRIContainer(self, dict(ct), init=False, backoff_initial=self.backoff_initial)
             for ct in self.spec.get("containers") or []
         ]
-        self.conditions = Conditions(status.get("conditions") or [])
+        self.init_done = not self.init_containers
         self.sandbox_id = ""
         self.sandbox_config = api.PodSandboxConfig()
-        self.sandbox_ready = False
-        self.init_done = not self.init_containers
-        self.init_failed = False
-        self.failed: tuple[str, str] | None = None
-        self.terminating = False
-        self.volumes: Any = None
         self._task: asyncio.Task[None] | None = None
 
     # --- plumbing --------------------------------------------------------------------------------------------------
     def id_url(self, container_id: str) -> str:
         return container_id_url(self.runtime.runtime_type, container_id)
-
-    def changed(self) -> None:
-        if self.observer is not None:
-            self.observer(self)
-        if self.on_change is not None:
-            self.on_change(self)
-
-    def event(self, kind: str, reason: str, message: str, field_path: str = "") -> None:
-        if self.events is not None:
-            self.events.record(self.pod, kind, reason, message, field_path)
 
     def all_containers(self) -> list[CRIContainer]:
         return [*self.init_containers, *self.containers]
@@ -476,10 +330,6 @@ class CRIPodWorker:
     # --- lifecycle -------------------------------------------------------------------------------------------------
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._run())
-
-    @property
-    def policy(self) -> str:
-        return str(self.spec.get("restartPolicy") or "Always")
 
     async def _adopt(self) -> bool:
         """A sandbox of this Pod the runtime still has (a restarted kubelet): use it and its containers."""
@@ -529,7 +379,6 @@ class CRIPodWorker:
         return dnsconfig.parse_resolv_conf(text)
 
     async def _setup(self) -> bool:
-        from pykubeadm.kubelet import volumes
 
         self.pod_dir.mkdir(parents=True, exist_ok=True)
         self.sandbox_config, warning = podconfig.sandbox_config(
@@ -542,16 +391,7 @@ class CRIPodWorker:
         )
         if warning:
             self.event("Warning", "MissingClusterDNS", warning)
-        self.volumes = await volumes.mount_pod_volumes(
-            self.pod,
-            self.pod_dir,
-            self.client(),
-            self.layout,
-            self.node_name,
-            objects=self.objects,
-            on_failure=lambda message: self.event("Warning", "FailedMount", message),
-            first_retry=self.backoff_initial / 5,
-        )
+        self.volumes = await self.mount_volumes()
         adopted = await self._adopt()
         delay = self.backoff_initial / 10
         while not adopted:
@@ -574,16 +414,8 @@ class CRIPodWorker:
         await self._setup()
         self.sandbox_ready = True
         self.changed()
-        for ct in self.init_containers:
-            term = ct.state.get("terminated")
-            if term and term.get("exitCode") == 0:  # done before a kubelet restart
-                continue
-            if not await self._run_container(ct, init=True):
-                self.init_failed = True
-                self.changed()
-                return
-        self.init_done = True
-        self.changed()
+        if not await self.run_init_containers(lambda ct: self._run_container(ct, init=True)):
+            return
         await asyncio.gather(*(self._run_container(ct) for ct in self.containers))
         self.changed()
         if self.phase() in ("Succeeded", "Failed") and self.sandbox_id:  # the Pod is done: its sandbox stops
@@ -606,19 +438,11 @@ class CRIPodWorker:
                     continue
                 code, ran = await ct.wait_exit()
             running = ended = False
-            if self.terminating or self.failed:
-                return code == 0
-            if policy == "Never" or (policy == "OnFailure" and code == 0):
+            if self.restart_ends(policy, code):
                 return code == 0
             delay = ct.backoff.next_delay(ran)
             ct.mark_restart()
-            if delay > 0:
-                pod = f"{self.name}_{self.namespace}({self.uid})"
-                ct.wait("CrashLoopBackOff", f"back-off {int(delay)}s restarting failed container={ct.name} pod={pod}")
-                self.event(
-                    "Warning", "BackOff", f"Back-off restarting failed container {ct.name} in pod {pod}", ct.field_path
-                )
-                await asyncio.sleep(delay)
+            await self.back_off(ct, delay)
 
     async def _cancel(self) -> None:
         if self._task is not None and self._task is not asyncio.current_task():
@@ -673,12 +497,5 @@ class CRIPodWorker:
         return bool(self.sandbox_id)
 
     # --- status ----------------------------------------------------------------------------------------------------
-    def phase(self) -> str:
-        return worker_phase(self)
-
     def finished(self) -> bool:
         return self.phase() in ("Succeeded", "Failed") and not any(ct.running for ct in self.all_containers())
-
-    def status(self) -> dict[str, Any]:
-        """The PodStatus the kubelet writes."""
-        return worker_status(self)

@@ -171,7 +171,7 @@ def _remove_containers(data: ResetData) -> None:
         stopped += stop_processes(pids, grace=RESET_GRACE)
     if stopped:
         log.info("[reset] Stopped processes of this node: %s", stopped)
-    from pykubeadm.kubelet.containment import node_cgroups
+    from pykubeadm.kubelet.builtin.containment import node_cgroups
 
     cgroups = node_cgroups(data.layout)  # the built-in runtime's Pod cgroups, now empty
     if cgroups is not None:
@@ -210,7 +210,7 @@ def _delete_files(data: ResetData) -> None:
 
 def _sqlite_files(layout: Layout) -> list[str]:
     """SQLite datastore files named by the kube-apiserver manifest's --etcd-servers (node paths, via hostPaths)."""
-    from pykubeadm.kubelet.runtime import PathMapper
+    from pykubeadm.kubelet.builtin.runtime import PathMapper
 
     path = layout.manifest(c.KUBE_APISERVER)
     try:

@@ -51,7 +51,7 @@
  * Identity is applied last, in the program's process just before exec: seccomp (while still privileged), then
  * no_new_privs, the bounding set, groups, gid, uid (keeping capabilities), the capability sets. Namespaces to join
  * or make are gathered in `struct confine` too, so another one (a network namespace by path) is one more field.
- * Written for pykubeadm (pykubeadm.kubelet.sandbox); built by scripts/setup.sh or on first use.
+ * Written for pykubeadm (pykubeadm.kubelet.builtin.sandbox); built by scripts/setup.sh or on first use.
  */
 #define _GNU_SOURCE
 #include <errno.h>

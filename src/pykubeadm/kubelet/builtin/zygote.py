@@ -15,7 +15,7 @@ that started it ends), and the warm kubelet:
 - has the connection as its stdin: it writes its pid there as one line, then reads its flags from it as a warm kubelet
   started with a pipe does (EOF: the command ended without starting it, and it exits having written nothing);
 - shows `/proc/PID/cmdline` and `/proc/PID/environ` of `python -m pykubeadm --root-dir ROOT component kubelet
-  --flags-from-stdin [--fork-server]`, with PYKUBEADM_ROOT_DIR=ROOT (kubelet.forkserver.set_proc_args), so `reset`
+  --flags-from-stdin [--fork-server]`, with PYKUBEADM_ROOT_DIR=ROOT (kubelet.builtin.forkserver.set_proc_args), so `reset`
   finds it by its node root either way;
 - execs that command line instead of running on if pykubeadm's code has changed since the zygote started (an upgrade
   or an edit: the zygote holds the code it imported), keeping its pid.
@@ -67,7 +67,7 @@ from typing import Any, NoReturn
 
 from pykubeadm import constants as c
 
-# The zygote's own side imports kubelet.forkserver (its fork and /proc helpers) when it runs: the lab process, which
+# The zygote's own side imports kubelet.builtin.forkserver (its fork and /proc helpers) when it runs: the lab process, which
 # only starts the zygote and asks it for warm kubelets, does not need them.
 
 __all__ = [
@@ -407,7 +407,7 @@ def _send(path: Path, request: dict[str, Any]) -> socket.socket | None:
 def serve(path: Path) -> NoReturn:  # pragma: no cover - runs in the zygote process (tests start one)
     """The zygote's loop, on the listening socket that is its stdin (bound at `path`): import the kubelet, then fork a
     warm kubelet per request. It ends by itself once `path` is gone or is another socket (the lab was removed)."""
-    from pykubeadm.kubelet.forkserver import code_stamp, exit_child
+    from pykubeadm.kubelet.builtin.forkserver import code_stamp, exit_child
 
     stamp = code_stamp()
     listener = socket.socket(fileno=os.dup(0))
@@ -558,7 +558,7 @@ def _become_warm_kubelet(  # pragma: no cover - runs in the zygote's grandchild
     """In the grandchild: take a session, the connection as stdin, the requester's environment and directory, the warm
     kubelet's command line; run it. Exec'd instead where /proc cannot show that command line (reset finds a kubelet by
     it) or pykubeadm's code has changed since the zygote imported it."""
-    from pykubeadm.kubelet.forkserver import (
+    from pykubeadm.kubelet.builtin.forkserver import (
         code_stamp,
         prepare_child,
         run_as_new_interpreter,
@@ -589,7 +589,7 @@ def _become_command(conn: socket.socket, request: dict[str, Any], stamp: int, pa
     """In the grandchild: take a session, the log file as stdout and stderr, the asker's environment and directory and
     `python -m pykubeadm ARGS...` as command line; ask for the node's warm kubelet; run the command; write its exit
     code on the connection. A changed pykubeadm runs as a new interpreter instead, waited for."""
-    from pykubeadm.kubelet.forkserver import code_stamp, prepare_child, run_as_new_interpreter, set_proc_args
+    from pykubeadm.kubelet.builtin.forkserver import code_stamp, prepare_child, run_as_new_interpreter, set_proc_args
     from pykubeadm.util.fs import redirect_stdio
 
     os.setsid()
@@ -681,7 +681,7 @@ def _become_container(conn: socket.socket, request: dict[str, Any], stamp: int, 
     the launcher then execs the program."""
     import select
 
-    from pykubeadm.kubelet.forkserver import code_stamp, component_name, exit_child, set_proc_args
+    from pykubeadm.kubelet.builtin.forkserver import code_stamp, component_name, exit_child, set_proc_args
 
     spec = request["container"]  # its argv and env are strings (_read_request)
     argv, env = spec["argv"], spec["env"]
@@ -737,7 +737,7 @@ def _run_container(  # pragma: no cover - grandchild
     fds: list[int], argv: list[str], env: dict[str, str], cgroups: list[int]
 ) -> int:
     """The program, PID 1 of the container's PID namespace: its cgroups, /proc, stdio, session and command line."""
-    from pykubeadm.kubelet.forkserver import prepare_child, run_as_new_interpreter, run_pykubeadm, set_proc_args
+    from pykubeadm.kubelet.builtin.forkserver import prepare_child, run_as_new_interpreter, run_pykubeadm, set_proc_args
 
     for fd in cgroups:  # "0": the writer itself (its children follow)
         os.write(fd, b"0")
@@ -753,7 +753,7 @@ def _run_container(  # pragma: no cover - grandchild
 
 
 def _run_command(path: Path, request: dict[str, Any], args: list[str]) -> int:  # pragma: no cover - grandchild
-    from pykubeadm.kubelet.forkserver import run_pykubeadm
+    from pykubeadm.kubelet.builtin.forkserver import run_pykubeadm
     from pykubeadm.kubelet.service import prewarm_kubelet
     from pykubeadm.layout import Layout
 

@@ -3,7 +3,7 @@
  *
  * Behaves like Kubernetes' pause container (build/pause/linux/pause.c): blocks forever, exits 0 on SIGINT or
  * SIGTERM, and reaps every zombie when it runs as PID 1 of a Pod's PID namespace. `-v` prints the version.
- * Written for pykubeadm; built by scripts/setup.sh or on first use (pykubeadm.kubelet.sandbox.pause_path).
+ * Written for pykubeadm; built by scripts/setup.sh or on first use (pykubeadm.kubelet.builtin.sandbox.pause_path).
  */
 #include <signal.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@ ready (the real kubelet's message, `NETWORK_NOT_READY`) until the conf dir holds
 follows the directory with inotify as containerd's CNI config syncer does (fsnotify; asyncinotify here), re-reads it
 at each change and reports the changes (the Node's Ready condition follows at once, and so do the Pods waiting for
 the network, `wait_change()`). `attach()` makes the
-sandbox's namespace (`<pod dir>/netns`, kubelet.netns), runs CNI ADD for `lo` (the loopback plugin, as containerd)
+sandbox's namespace (`<pod dir>/netns`, kubelet.builtin.netns), runs CNI ADD for `lo` (the loopback plugin, as containerd)
 and `eth0` (the node's network, `CNI_ARGS` with the Pod's K8S_POD_* names, `portMappings` from its hostPorts) and
 returns the Pod's addresses; a namespace a previous kubelet attached is adopted from the CNI result cache.
 `detach()` runs DEL from the cache (also for a namespace lost in a reboot) and removes the namespace; `collect()`
@@ -40,7 +40,7 @@ from pykubeadm.cni import (
     parse_network_config,
     pod_ips,
 )
-from pykubeadm.kubelet import netns
+from pykubeadm.kubelet.builtin import netns
 from pykubeadm.layout import Layout
 
 __all__ = ["NETWORK_NOT_READY", "NETWORK_NOT_READY_MSG", "PodNetwork", "netns_path", "port_mappings", "unpin_all"]

@@ -20,20 +20,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
 import random
-from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Unpack
 
 from pykubeadm.cni import CNIError
-from pykubeadm.kubelet import dnsconfig, images, podnetwork, runtime
-from pykubeadm.kubelet.containerworker import BackOff, ContainerConfigError, ContainerWorker
-from pykubeadm.kubelet.podstatus import Conditions, now, worker_phase, worker_status
-from pykubeadm.layout import Layout
+from pykubeadm.kubelet import dnsconfig
+from pykubeadm.kubelet.backoff import BackOff
+from pykubeadm.kubelet.builtin import images, podnetwork, runtime
+from pykubeadm.kubelet.builtin.containerworker import ContainerWorker
+from pykubeadm.kubelet.builtin.runtime import RUNTIME_TYPE as BUILTIN_RUNTIME_TYPE
+from pykubeadm.kubelet.containerconfig import ContainerConfigError, container_setup
+from pykubeadm.kubelet.hostpath import MountError, prepare_host_paths
+from pykubeadm.kubelet.podstatus import now
+from pykubeadm.kubelet.runtimeapi import container_id_url
+from pykubeadm.kubelet.workerbase import PodOptions, PodWorkerBase
 
-__all__ = ["BackOff", "ContainerWorker", "PodWorker"]
+__all__ = ["ContainerWorker", "PodWorker"]
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +68,9 @@ def _image_map(path: Path) -> dict[str, list[str]]:
 def _podenv() -> tuple[Any, Any, Any]:
     """The volumes, envvars and sandbox modules (kubelet-podenv), where present."""
     mods: list[Any] = []
-    for name in ("volumes", "envvars", "sandbox"):
+    for module in ("pykubeadm.kubelet.volumes", "pykubeadm.kubelet.envvars", "pykubeadm.kubelet.builtin.sandbox"):
         try:
-            mods.append(__import__(f"pykubeadm.kubelet.{name}", fromlist=[name]))
+            mods.append(importlib.import_module(module))
         except ImportError:
             mods.append(None)
     return mods[0], mods[1], mods[2]
@@ -73,8 +79,8 @@ def _podenv() -> tuple[Any, Any, Any]:
 def _forking_zygote(spec: dict[str, Any], argv: list[str]) -> Path | None:
     """The lab's zygote, for a container it can fork: an add-on component (kube-proxy, CoreDNS) of this pykubeadm,
     without a terminal or stdin, run by a kubelet the zygote forked. None: the launcher execs the program."""
-    from pykubeadm.kubelet import zygote
-    from pykubeadm.kubelet.forkserver import component_name
+    from pykubeadm.kubelet.builtin import zygote
+    from pykubeadm.kubelet.builtin.forkserver import component_name
 
     path = zygote.serving_zygote()
     if path is None or spec.get("tty") or spec.get("stdin"):
@@ -82,66 +88,37 @@ def _forking_zygote(spec: dict[str, Any], argv: list[str]) -> Path | None:
     return path if component_name(argv) in zygote.FORKED_COMPONENTS else None
 
 
-class PodWorker:
+class PodWorker(PodWorkerBase):
     """A Pod: one ContainerWorker per (init) container, its PodStatus, graceful termination, change notification."""
+
+    init_containers: list[ContainerWorker]
+    containers: list[ContainerWorker]
 
     def __init__(
         self,
         pod: dict[str, Any],
         *,
-        uid: str,
-        node_name: str,
         pod_ip: str,
-        layout: Layout,
         etcd_binary: str | None = None,
-        on_change: Callable[[PodWorker], None] | None = None,
-        backoff_initial: float = 10.0,
         source: str = "file",
-        events: Any = None,
-        client: Callable[[], Any] | None = None,
-        objects: Any = None,
-        service_env: Callable[[dict[str, Any]], dict[str, str]] | None = None,
-        cluster_dns: list[str] | None = None,
-        cluster_domain: str = "",
-        resolv_conf: Path | None = None,
         node_ports: Any = None,
-        observer: Callable[[PodWorker], None] | None = None,
         network: podnetwork.PodNetwork | None = None,
+        **options: Unpack[PodOptions],
     ):
-        self.pod = pod
-        self.spec: dict[str, Any] = pod.get("spec") or {}
-        meta = pod.get("metadata") or {}
-        self.name = str(meta.get("name", ""))
-        self.namespace = str(meta.get("namespace") or "default")
-        self.uid = uid
         self.source = source
         self.persistent = source == "api"
-        self.node_name = node_name
-        self.full_name = f"{self.name}-{node_name}" if source == "file" else self.name
-        self.key = f"{self.namespace}/{self.full_name}"
+        meta = pod.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        self.full_name = f"{name}-{options['node_name']}" if source == "file" else name
+        super().__init__(pod, **options)
         self.pod_ip = pod_ip
         self.host_ip = pod_ip  # the node's address; pod_ip becomes the Pod's own with a network namespace
         self.network = network if source == "api" and not self.spec.get("hostNetwork") else None
         self.netns: Path | None = None  # the Pod's network namespace, once attached
-        self.layout = layout
         self.etcd_binary = etcd_binary
-        self.on_change = on_change
-        self.events = events
-        self.client = client or (lambda: None)
-        self.objects = objects  # the node-wide ConfigMap/Secret cache (envvars.ObjectCache)
-        self.service_env = service_env  # the Pod's Service variables (servicelinks)
-        self.cluster_dns = list(cluster_dns or [])
-        self.cluster_domain = cluster_domain
-        self.resolv_conf = resolv_conf  # the host's resolv.conf (KubeletConfiguration resolvConf)
         self.node_ports = node_ports  # ports.NodePorts of the node (API Pods)
-        self.observer = observer  # told of every change as well (the kubelet's metrics)
         self.dns_files: list[Any] = []  # volumes.Mount of resolv.conf and /etc/hosts (sandboxed Pods)
-        self.grace = float(self.spec.get("terminationGracePeriodSeconds", 30))
-        status = pod.get("status") or {}
-        self.start_time = str(status.get("startTime") or now())
-        self.log_dir: Path = layout.pod_log_dir / f"{self.namespace}_{self.full_name}_{uid}"
-        self.pod_dir: Path = layout.pod_dir(uid)
-        self.backoff_initial = backoff_initial
+        backoff_initial = self.backoff_initial
         self.init_containers = [
             ContainerWorker(self, dict(ct), init=True, backoff=BackOff(initial=backoff_initial))
             for ct in self.spec.get("initContainers") or []
@@ -150,13 +127,7 @@ class PodWorker:
             ContainerWorker(self, dict(ct), backoff=BackOff(initial=backoff_initial))
             for ct in self.spec.get("containers") or []
         ]
-        self.conditions = Conditions(status.get("conditions") or [])
-        self.sandbox_ready = False
         self.init_done = not self.init_containers
-        self.init_failed = False
-        self.failed: tuple[str, str] | None = None  # (reason, message) of a Pod-level failure
-        self.terminating = False
-        self.volumes: Any = None
         self.isolated = False
         self.pod_ips = [pod_ip] if self.network is None else []  # an own address comes with the attachment
         if self.network is not None:
@@ -166,16 +137,8 @@ class PodWorker:
         self._adopted: dict[str, Any] = {}
         self._deadline: asyncio.Task[None] | None = None
 
-    # --- plumbing --------------------------------------------------------------------------------------------------
-    def changed(self) -> None:
-        if self.observer is not None:
-            self.observer(self)
-        if self.on_change is not None:
-            self.on_change(self)
-
-    def event(self, kind: str, reason: str, message: str, field_path: str = "") -> None:
-        if self.events is not None and self.source == "api":
-            self.events.record(self.pod, kind, reason, message, field_path)
+    def id_url(self, container_id: str) -> str:
+        return container_id_url(BUILTIN_RUNTIME_TYPE, container_id)
 
     def all_containers(self) -> list[ContainerWorker]:
         return [*self.init_containers, *self.containers]
@@ -207,8 +170,8 @@ class PodWorker:
         spec = cw.spec
         if self.source == "file":  # static Pods: hostPath mapping, our environment (the control plane's way)
             try:
-                runtime.prepare_host_paths(self.spec, self.layout)
-            except (runtime.MountError, OSError) as e:
+                prepare_host_paths(self.spec, self.layout)
+            except (MountError, OSError) as e:
                 raise ContainerConfigError(str(e)) from e
             mapper = runtime.PathMapper.for_container(self.spec, spec, self.layout)
             argv = images.container_argv(
@@ -219,39 +182,14 @@ class PodWorker:
             env = runtime.container_env(spec, mapper, resolved.program)
             env[POD_IP_ENV] = self.pod_ip
             return argv, env, None, []
-        volumes_mod, envvars_mod, sandbox_mod = _podenv()
-        env = {"PATH": _DEFAULT_PATH, "HOSTNAME": self.name, "HOME": "/root"}
-        if envvars_mod is not None:
-            try:
-                env.update(
-                    await envvars_mod.container_env(
-                        self.pod,
-                        spec,
-                        self.client(),
-                        node_name=self.node_name,
-                        host_ip=self.host_ip,
-                        pod_ip=self.pod_ip,
-                        on_event=lambda reason, message: self.event("Warning", reason, message),
-                        objects=self.objects,
-                        service_env=self.service_env(self.pod) if self.service_env is not None else None,
-                    )
-                )
-            except envvars_mod.EnvError as e:
-                raise ContainerConfigError(str(e)) from e
-        else:
-            env.update({str(e["name"]): str(e["value"]) for e in spec.get("env") or [] if "value" in e})
-        try:
-            mounts = self.volumes.mounts_for(spec, env) if self.volumes is not None else []
-        except volumes_mod.VolumeError as e:
-            raise ContainerConfigError(e.message) from e
+        _, _, sandbox_mod = _podenv()
+        extra = {POD_IP_ENV: self.pod_ip}
         if resolved.program.version and resolved.kind == "builtin":
-            env[runtime.COMPONENT_VERSION_ENV] = resolved.program.version
-        env[POD_IP_ENV] = self.pod_ip
-        if envvars_mod is not None:  # $(VAR) in command and args, against the container's environment
-            command, args = envvars_mod.expand_command(spec, env)
-        else:
-            command, args = list(spec.get("command") or []), list(spec.get("args") or [])
-        argv = images.container_argv(resolved, command, args)
+            extra[runtime.COMPONENT_VERSION_ENV] = resolved.program.version
+        base = {"PATH": _DEFAULT_PATH, "HOSTNAME": self.name, "HOME": "/root"}
+        setup = await container_setup(self, spec, base_env=base, extra_env=extra)
+        env, mounts = setup.env, setup.mounts
+        argv = images.container_argv(resolved, setup.command, setup.args)
         workdir = spec.get("workingDir") or None
         launch = await self._launch(cw, resolved)
         if self.isolated and sandbox_mod is not None:
@@ -281,12 +219,13 @@ class PodWorker:
     async def _launch(self, cw: ContainerWorker, resolved: images.ResolvedImage) -> Any:
         """The containment of the container's next instance (containment.Launch); ContainerConfigError when the
         container cannot be confined as it asks."""
-        from pykubeadm.kubelet import containment, securitycontext
+        from pykubeadm.kubelet.builtin import containment
+        from pykubeadm.kubelet.builtin.confinement import PAUSE_USER
 
         _, _, sandbox_mod = _podenv()
         if self.containment is None:
             return containment.Launch()
-        image_uid = securitycontext.PAUSE_USER if resolved.kind == "pause" else 0
+        image_uid = PAUSE_USER if resolved.kind == "pause" else 0
         seccomp = self.isolated and sandbox_mod is not None and "seccomp" in sandbox_mod.launcher_features(self.layout)
         try:
             launch = await asyncio.to_thread(self.containment.launch, cw.next_id, cw.spec, image_uid, seccomp)
@@ -317,10 +256,6 @@ class PodWorker:
                 ct.proc = proc
         self._task = asyncio.ensure_future(self._run())
 
-    @property
-    def policy(self) -> str:
-        return str(self.spec.get("restartPolicy") or "Always")
-
     async def _setup_volumes(self) -> None:
         volumes_mod, _, sandbox_mod = _podenv()
         if self.source != "api":
@@ -335,22 +270,13 @@ class PodWorker:
             self.pod_ip, self.pod_ips = self.host_ip, [self.host_ip]
         if self.network is not None and self.phase() not in ("Succeeded", "Failed"):  # (ended before a restart)
             await self._setup_network(self.network)
-        from pykubeadm.kubelet.containment import PodContainment
+        from pykubeadm.kubelet.builtin.containment import PodContainment
 
         self.containment = PodContainment(self.pod, self.pod_dir, self.layout, isolated=self.isolated)
         await asyncio.to_thread(self.containment.setup)
         if volumes_mod is None:
             return
-        self.volumes = await volumes_mod.mount_pod_volumes(
-            self.pod,
-            self.pod_dir,
-            self.client(),
-            self.layout,
-            self.node_name,
-            objects=self.objects,
-            on_failure=lambda message: self.event("Warning", "FailedMount", message),
-            first_retry=self.backoff_initial / 5,
-        )
+        self.volumes = await self.mount_volumes()
         if self.isolated:
             resolv, hosts, warnings = await asyncio.to_thread(
                 dnsconfig.write_pod_files,
@@ -420,16 +346,10 @@ class PodWorker:
         deadline = self.spec.get("activeDeadlineSeconds")
         if deadline is not None and self.source == "api":
             self._deadline = asyncio.ensure_future(self._active_deadline(float(deadline)))
-        for cw in self.init_containers:
-            term = cw.state.get("terminated")
-            if term and term.get("exitCode") == 0:
-                continue
-            if not await self._run_container(cw, adopted.pop(cw.name, None), init=True):
-                self.init_failed = True
-                self.changed()
-                return
-        self.init_done = True
-        self.changed()
+        if not await self.run_init_containers(
+            lambda cw: self._run_container(cw, adopted.pop(cw.name, None), init=True)
+        ):
+            return
         refresh = asyncio.ensure_future(self._refresh_volumes()) if self.volumes is not None else None
         try:
             await asyncio.gather(*(self._run_container(cw, adopted.pop(cw.name, None)) for cw in self.containers))
@@ -482,20 +402,12 @@ class PodWorker:
                 if self.isolated and cw.pid:
                     cw.enter_prefix = self._enter(cw)
                 code, ran = await cw.wait_exit()
-            if self.terminating or self.failed:
-                return code == 0
-            if policy == "Never" or (policy == "OnFailure" and code == 0):
+            if self.restart_ends(policy, code):
                 return code == 0
             delay = cw.backoff.next_delay(ran)
             cw.mark_restart()
             log.warning("pod %s: container %s exited with %s; restarting in %.0fs", self.key, cw.name, code, delay)
-            if delay > 0:
-                pod = f"{self.full_name}_{self.namespace}({self.uid})"
-                cw._wait("CrashLoopBackOff", f"back-off {int(delay)}s restarting failed container={cw.name} pod={pod}")
-                self.event(
-                    "Warning", "BackOff", f"Back-off restarting failed container {cw.name} in pod {pod}", cw.field_path
-                )
-                await asyncio.sleep(delay)
+            await self.back_off(cw, delay)
 
     def _enter(self, cw: ContainerWorker) -> list[str]:
         """The prefix that runs a command in the running container, confined as it is (exec, probes, preStop)."""
@@ -583,13 +495,6 @@ class PodWorker:
         return bool(self.pids())
 
     # --- status ----------------------------------------------------------------------------------------------------
-    def phase(self) -> str:
-        return worker_phase(self)
-
     def finished(self) -> bool:
         """The Pod reached a terminal phase: nothing of it runs any more."""
         return self.phase() in ("Succeeded", "Failed") and not self.pids()
-
-    def status(self) -> dict[str, Any]:
-        """The PodStatus the kubelet writes (API Pods) or the mirror Pod carries (static Pods)."""
-        return worker_status(self)

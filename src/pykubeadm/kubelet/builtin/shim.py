@@ -15,7 +15,7 @@ shim's pid with its start time (field 22 of /proc/PID/stat) so a reused pid is n
 
 The direct launcher (`DirectProcess`) is the static Pods' way: a plain child with PR_SET_PDEATHSIG, gone with the
 kubelet, as the control plane's processes have always been run; `start_static_container` forks the built-in
-control-plane components from the kubelet's fork server instead, when it has one (kubelet.forkserver).
+control-plane components from the kubelet's fork server instead, when it has one (kubelet.builtin.forkserver).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pykubeadm.kubelet import runtime
-from pykubeadm.kubelet.forkserver import ForkedProcess, fork_server, forkable, kill_with_parent
+from pykubeadm.kubelet.builtin import runtime
+from pykubeadm.kubelet.builtin.forkserver import ForkedProcess, fork_server, forkable, kill_with_parent
 from pykubeadm.util.procstat import stat_fields
 
 __all__ = ["DirectProcess", "FifoWriter", "ShimProcess", "proc_start_time", "start_static_container"]
@@ -368,7 +368,7 @@ async def start_static_container(
     argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: str | None = None
 ) -> DirectProcess | ForkedProcess:
     """A static Pod container: forked by the kubelet's fork server when it runs a component the server has imported
-    and pykubeadm's code has not changed since (kubelet.forkserver), else a child started as `DirectProcess`."""
+    and pykubeadm's code has not changed since (kubelet.builtin.forkserver), else a child started as `DirectProcess`."""
     server = fork_server()
     if server is not None and forkable(argv) and server.current():
         try:

@@ -1,7 +1,7 @@
 """What confines one API Pod's containers in the built-in runtime: its own root layer, securityContext, cgroups.
 
 The pod worker holds one `PodContainment` per Pod. `setup()` makes the Pod's cgroup (`cgroups`); for each container
-start `launch(container_id, spec, image_uid)` checks the securityContext as the kubelet does (`securitycontext`),
+start `launch(container_id, spec, image_uid)` checks the securityContext as the kubelet does (`confinement`),
 makes the container's cgroup and returns the `Launch` options for `sandbox.sandboxed_argv` (the writable layer under
 `<pod dir>/containers/<name>/rootfs`, kept across restarts and removed with the Pod; or a read-only root) and for
 `sandbox.enter_argv` (exec and probes run confined as the container). Where containers cannot be isolated (not root,
@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pykubeadm.kubelet import cgroups, securitycontext
+from pykubeadm.kubelet.builtin import cgroups, confinement
 from pykubeadm.kubelet.podstatus import qos_class
+from pykubeadm.kubelet.securitycontext import SecurityContextError
 from pykubeadm.layout import Layout
 
 __all__ = ["ContainmentError", "Launch", "PodContainment", "node_cgroups"]
@@ -92,7 +93,7 @@ class PodContainment:
     def launch(self, container_id: str, spec: Mapping[str, Any], image_uid: int, seccomp: bool) -> Launch:
         """The options for a new instance of the container `spec`; ContainmentError when it cannot be confined."""
         if not self.isolated:
-            fields = securitycontext.unconfinable_fields(self.pod, spec)
+            fields = confinement.unconfinable_fields(self.pod, spec)
             if fields:
                 raise ContainmentError(
                     f"{', '.join(fields)}: cannot be honoured: containers on this node cannot be isolated "
@@ -100,8 +101,8 @@ class PodContainment:
                 )
             return Launch()
         try:
-            conf = securitycontext.confinement(self.pod, spec, image_uid=image_uid, seccomp_available=seccomp)
-        except securitycontext.SecurityContextError as e:
+            conf = confinement.confinement(self.pod, spec, image_uid=image_uid, seccomp_available=seccomp)
+        except SecurityContextError as e:
             raise ContainmentError(str(e)) from e
         limits = (spec.get("resources") or {}).get("limits") or {}
         out = Launch(

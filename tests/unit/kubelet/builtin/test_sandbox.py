@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pykubeadm.kubelet import native, sandbox
+from pykubeadm.kubelet.builtin import native, sandbox
 from pykubeadm.kubelet.volumes import Mount
 from pykubeadm.layout import Layout
 
@@ -95,8 +95,8 @@ def test_only_add_on_components_go_to_the_zygote_of_a_kubelet_it_forked(
 ) -> None:
     import sys
 
-    from pykubeadm.kubelet import zygote
-    from pykubeadm.kubelet.podworker import _forking_zygote
+    from pykubeadm.kubelet.builtin import zygote
+    from pykubeadm.kubelet.builtin.podworker import _forking_zygote
 
     component = [sys.executable, "-m", "pykubeadm", "component"]
     proxy = [*component, "kube-proxy", "--config=/var/lib/kube-proxy/config.conf"]

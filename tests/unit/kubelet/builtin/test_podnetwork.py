@@ -8,8 +8,8 @@ import json
 import os
 from pathlib import Path
 
+from pykubeadm.kubelet.builtin.podnetwork import NETWORK_NOT_READY, PodNetwork, port_mappings
 from pykubeadm.kubelet.node import node_conditions
-from pykubeadm.kubelet.podnetwork import NETWORK_NOT_READY, PodNetwork, port_mappings
 from pykubeadm.layout import Layout
 
 CONFLIST = {

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from pykubeadm.kubelet import images
-from pykubeadm.kubelet.containerworker import BackOff
-from pykubeadm.kubelet.runtime import ImageError
+from pykubeadm.kubelet.backoff import BackOff
+from pykubeadm.kubelet.builtin import images
+from pykubeadm.kubelet.builtin.runtime import ImageError
 
 
 def test_control_plane_images_are_built_in() -> None:

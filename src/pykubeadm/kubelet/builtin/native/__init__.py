@@ -1,7 +1,7 @@
 """Builds the kubelet's native helpers from the C sources beside this module: `pause`, `pod-sandbox`, `cri-log`.
 
-Called by `pykubeadm.kubelet.sandbox` (`pause_path()`, the launcher) and by scripts/setup.sh
-(`python -m pykubeadm.kubelet.native`). A binary's file name carries a hash of its source, so an edited source is
+Called by `pykubeadm.kubelet.builtin.sandbox` (`pause_path()`, the launcher) and by scripts/setup.sh
+(`python -m pykubeadm.kubelet.builtin.native`). A binary's file name carries a hash of its source, so an edited source is
 rebuilt and a stale binary is never run. Look-up order: the package's `build/` directory (what setup.sh fills), then
 the node's cache (`Layout.native_cache_dir`, under the node root), where a missing binary is compiled on first use
 with the C compiler on PATH (static where the C library allows, else dynamic). Without a compiler the error names

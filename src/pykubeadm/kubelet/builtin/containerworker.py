@@ -18,39 +18,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pykubeadm.kubelet import images
+from pykubeadm.kubelet.backoff import BackOff
+from pykubeadm.kubelet.builtin import images
+from pykubeadm.kubelet.builtin.shim import ShimProcess, start_static_container
+from pykubeadm.kubelet.containerconfig import ContainerConfigError
 from pykubeadm.kubelet.podstatus import now as _now
 from pykubeadm.kubelet.ports import PortOwner, container_ports
-from pykubeadm.kubelet.probes import Probe, ProbeLoops, run_probe
-from pykubeadm.kubelet.shim import ShimProcess, start_static_container
+from pykubeadm.kubelet.workerbase import ContainerBase
 
 if TYPE_CHECKING:
-    from pykubeadm.kubelet.podworker import PodWorker
+    from pykubeadm.kubelet.builtin.podworker import PodWorker
 
-__all__ = ["BackOff", "ContainerConfigError", "ContainerWorker"]
+__all__ = ["ContainerWorker"]
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class BackOff:
-    """Kubelet container restart back-off: 0 s first, then `initial` doubling to `cap`; reset after `reset_after`."""
-
-    initial: float = 10.0
-    cap: float = 300.0
-    reset_after: float = 600.0
-    current: float = 0.0
-
-    def next_delay(self, ran_for: float) -> float:
-        if ran_for >= self.reset_after:
-            self.current = 0.0
-        delay = self.current
-        self.current = self.initial if self.current == 0 else min(self.current * 2, self.cap)
-        return delay
-
-
-@dataclass
-class ContainerWorker(ProbeLoops):
+class ContainerWorker(ContainerBase):
     """One container (regular or init): its process, probe state and the ContainerStatus fields."""
 
     pod: PodWorker
@@ -70,43 +55,20 @@ class ContainerWorker(ProbeLoops):
     restart_pending: bool = False
     next_id: str = ""  # the container ID the next instance will have (its cgroup is named after it)
     launch: Any = None  # containment.Launch of the running instance: how exec enters it confined
+    image_id: str = ""  # the built-in runtime's image is its reference
     _kill_reason: str | None = None
     _pull_failures: int = 0
 
-    @property
-    def name(self) -> str:
-        return str(self.spec.get("name", ""))
+    def __post_init__(self) -> None:
+        self.image_id = str(self.spec.get("image", ""))
 
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None and self.proc.returncode is None else None
 
     @property
-    def field_path(self) -> str:
-        return f"spec.{'initContainers' if self.init else 'containers'}{{{self.name}}}"
-
-    @property
     def dir(self) -> Path:
         return self.pod.pod_dir / "containers" / self.name
-
-    def log_path(self, restart: int | None = None) -> Path:
-        return self.pod.log_dir / self.name / f"{self.restart_count if restart is None else restart}.log"
-
-    def status(self) -> dict[str, Any]:
-        image = self.spec.get("image", "")
-        out: dict[str, Any] = {
-            "name": self.name,
-            "state": self.state,
-            "lastState": self.last_state,
-            "ready": self.ready,
-            "restartCount": self.restart_count,
-            "image": image,
-            "imageID": image,
-            "started": self.started,
-        }
-        if self.container_id:
-            out["containerID"] = f"pykubeadm://{self.container_id}"
-        return out
 
     # --- record (API Pods) ----------------------------------------------------------------------------------------
     def save(self) -> None:
@@ -142,7 +104,7 @@ class ContainerWorker(ProbeLoops):
         self.backoff.current = float(data.get("backoff") or 0)
         self.restart_pending = bool(data.get("restartPending"))
         if isinstance(data.get("launch"), dict):
-            from pykubeadm.kubelet.containment import Launch
+            from pykubeadm.kubelet.builtin.containment import Launch
 
             self.launch = Launch(confine=list(data["launch"]["confine"]), cgroups=list(data["launch"]["cgroups"]))
         if "running" in self.state and self.container_id:
@@ -168,19 +130,6 @@ class ContainerWorker(ProbeLoops):
             self.pod.node_ports.release(self.port_owner)
 
     # --- one run --------------------------------------------------------------------------------------------------
-    def _wait(self, reason: str, message: str = "") -> None:
-        waiting: dict[str, Any] = {"reason": reason}
-        if message:
-            waiting["message"] = message
-            log.warning("pod %s container %s: %s: %s", self.pod.key, self.name, reason, message)
-        self.state = {"waiting": waiting}
-        self.ready = self.started = False
-        self.save()
-        self.pod.changed()
-
-    def _event(self, kind: str, reason: str, message: str) -> None:
-        self.pod.event(kind, reason, message, self.field_path)
-
     async def prepare(self) -> list[str] | None:
         """Resolve the image and environment: the argv to run, or None (the container is left Waiting)."""
         pod = self.pod
@@ -188,23 +137,14 @@ class ContainerWorker(ProbeLoops):
         try:
             resolved = pod.resolve_image(image)
         except images.ImageError as e:
-            self._pull_failures += 1
-            if self._pull_failures == 1 or e.reason != "ErrImagePull":
-                self._event("Warning", "Failed", e.message)
-                self._event("Warning", "Failed", f"Error: {e.reason}")
-                self._wait(e.reason, e.message)
-            else:
-                self._event("Normal", "BackOff", f'Back-off pulling image "{image}"')
-                self._event("Warning", "Failed", "Error: ImagePullBackOff")
-                self._wait("ImagePullBackOff", f'Back-off pulling image "{image}": ErrImagePull: {e.message}')
+            self.image_failed(image, e.reason, e.message, failed_event=True)
             return None
         self._pull_failures = 0
         self.next_id = secrets.token_hex(32)
         try:
             argv, env, cwd, prefix = await pod.container_process(self, resolved)
         except ContainerConfigError as e:
-            self._event("Warning", "Failed", f"Error: {e}")
-            self._wait("CreateContainerConfigError", str(e))
+            self.fail("CreateContainerConfigError", str(e))
             return None
         self._event("Normal", "Pulled", f'Container image "{image}" already present on machine')
         self.env, self.cwd, self.enter_prefix = env, cwd, prefix
@@ -217,8 +157,7 @@ class ContainerWorker(ProbeLoops):
             self.restart_pending = False
         conflict = self.claim_ports()
         if conflict is not None:
-            self._event("Warning", "Failed", f"Error: {conflict}")
-            self._wait("CreateContainerError", conflict)
+            self.fail("CreateContainerError", conflict)
             return False
         self.container_id = self.next_id or secrets.token_hex(32)
         self.next_id = ""
@@ -241,7 +180,7 @@ class ContainerWorker(ProbeLoops):
         except OSError as e:
             self.release_ports()
             self._event("Warning", "Failed", f"Error: failed to start container {self.name}: {e}")
-            self._wait("RunContainerError", f"failed to start {argv[0]}: {e}")
+            self.wait("RunContainerError", f"failed to start {argv[0]}: {e}")
             return False
         self._event("Normal", "Created", f"Created container: {self.name}")
         self._event("Normal", "Started", f"Started container {self.name}")
@@ -302,13 +241,8 @@ class ContainerWorker(ProbeLoops):
         proc = self.proc
         if proc is None or proc.returncode is not None or not proc.running():
             return
-        self._event("Normal", "Killing", reason or f"Stopping container {self.name}")
+        deadline = await self.pre_stop(grace, reason)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + grace
-        pre = ((self.spec.get("lifecycle") or {}).get("preStop") or {}).get("exec")
-        if pre and pre.get("command"):
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.exec_in([str(x) for x in pre["command"]]), max(0.1, grace))
         proc.signal(signal.SIGTERM)
         waiter = asyncio.ensure_future(proc.wait())
         with contextlib.suppress(TimeoutError):
@@ -341,28 +275,12 @@ class ContainerWorker(ProbeLoops):
             await proc.wait()
             return -1
 
+    async def exec_sync(self, command: list[str], timeout: float) -> tuple[int, str]:
+        """`exec_in`, as the probes and the preStop hook ask it (no output is kept)."""
+        return await self.exec_in(command, timeout), ""
+
     # --- probes ---------------------------------------------------------------------------------------------------
-    async def _probe(self, probe: Probe) -> tuple[bool, str]:
-        if "exec" in probe.spec:
-            cmd = [str(x) for x in (probe.spec["exec"] or {}).get("command") or []]
-            code = await self.exec_in(cmd, probe.timeout)
-            if code == -1:
-                return False, f"command {cmd!r} timed out"
-            return code == 0, "" if code == 0 else f"command {cmd!r} exited with {code}"
-        res = await run_probe(probe, self.pod.pod_ip, self._named_ports())
-        return res.ok, res.message
-
-    def _named_ports(self) -> dict[str, int]:
-        return {p["name"]: int(p["containerPort"]) for p in self.spec.get("ports") or [] if p.get("name")}
-
-    def _probe_event(self, kind: str, reason: str, message: str) -> None:
-        self._event(kind, reason, message)
-
     async def _probe_failed(self, why: str, kind: str) -> None:
         self._kill_reason = why
         log.warning("pod %s: container %s %s, will be restarted", self.pod.key, self.name, why)
         await self.stop(self.pod.grace, f"Container {self.name} failed {kind} probe, will be restarted")
-
-
-class ContainerConfigError(Exception):
-    """The container's configuration cannot be built (CreateContainerConfigError)."""

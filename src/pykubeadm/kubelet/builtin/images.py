@@ -25,8 +25,9 @@ from typing import Any
 import yaml
 
 from pykubeadm import constants as c
-from pykubeadm.kubelet import runtime
-from pykubeadm.kubelet.runtime import ImageError, Program, parse_image
+from pykubeadm.kubelet.builtin import runtime
+from pykubeadm.kubelet.builtin.runtime import ImageError, Program
+from pykubeadm.kubelet.imageref import parse_image
 from pykubeadm.util.yamlload import load_yaml
 
 __all__ = ["ImageError", "ResolvedImage", "container_argv", "load_image_map", "normalize_repo", "resolve_image"]
@@ -83,7 +84,7 @@ def load_image_map(path: Path) -> dict[str, list[str]]:
 
 def _pause_program(layout: Any = None) -> tuple[str, ...]:
     try:
-        from pykubeadm.kubelet.sandbox import pause_path
+        from pykubeadm.kubelet.builtin.sandbox import pause_path
 
         path = str(pause_path(layout))
         if path and os.access(path, os.X_OK):

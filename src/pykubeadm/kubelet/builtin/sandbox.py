@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path, PurePosixPath
 
-from pykubeadm.kubelet.native import NativeBuildError, native_binary
+from pykubeadm.kubelet.builtin.native import NativeBuildError, native_binary
 from pykubeadm.kubelet.volumes import Mount
 from pykubeadm.layout import Layout, default_root
 
@@ -147,8 +147,8 @@ def sandboxed_argv(
     a writable layer of its own over the host's root directory (kept in memory; the host's other mounts, such as
     /dev, /sys, /run or /tmp where that is a mount, stay shared); without it, writes outside volumes reach the host
     as with Nomad's raw_exec. With `zygote` (the socket of the lab's kubelet zygote) the program, a built-in
-    component, is forked by the zygote into the namespaces instead of exec'd there (kubelet.zygote). With `netns`
-    (the Pod's network namespace file, kubelet.podnetwork) the program runs in the Pod's network, else the node's.
+    component, is forked by the zygote into the namespaces instead of exec'd there (kubelet.builtin.zygote). With `netns`
+    (the Pod's network namespace file, kubelet.builtin.podnetwork) the program runs in the Pod's network, else the node's.
 
     A container's own root: `root_layer` (a directory kept across its restarts) holds the writable upper layer over
     the host's root; `read_only_root` makes the root read-only instead (readOnlyRootFilesystem). Either hardens the

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pykubeadm.kubelet import shim
-from pykubeadm.kubelet.shim import ShimProcess, proc_start_time
+from pykubeadm.kubelet.builtin import shim
+from pykubeadm.kubelet.builtin.shim import ShimProcess, proc_start_time
 
 
 def test_a_shim_that_exits_during_adoption_is_adopted_as_exited(

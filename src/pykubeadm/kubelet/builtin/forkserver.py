@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pykubeadm.kubelet.runtime import signal_group, write_cri_log_from_fds
+from pykubeadm.kubelet.builtin.runtime import signal_group, write_cri_log_from_fds
 
 __all__ = [
     "COMPONENT_MODULES",
@@ -85,7 +85,7 @@ COMPONENT_MODULES: Mapping[str, tuple[str, ...]] = {
     "kube-scheduler": ("pykubeadm.scheduler.cli", "pykubeadm.scheduler.scheduler", "pykubeadm.scheduler.metrics"),
 }
 
-#: The entrypoint of a built-in component's image (kubelet.runtime.resolve_program), less its name.
+#: The entrypoint of a built-in component's image (kubelet.builtin.runtime.resolve_program), less its name.
 _ENTRYPOINT = (sys.executable, "-m", "pykubeadm", "component")
 
 _PR_SET_PDEATHSIG = 1
@@ -389,7 +389,7 @@ def _start(
 def code_stamp(package: Path | None = None) -> int:
     """The newest modification time of pykubeadm's Python files (of `package`): when it moves (an upgraded or edited
     pykubeadm), a container forked from the server would run the code the server imported before: it is exec'd."""
-    package = package or Path(__file__).resolve().parents[1]
+    package = package or Path(sys.modules["pykubeadm"].__file__ or "pykubeadm").resolve().parent
     newest = 0
     for directory, dirs, files in os.walk(package):
         dirs[:] = [d for d in dirs if d != "__pycache__"]

@@ -24,21 +24,23 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pykubeadm import constants as c
+from pykubeadm.kubelet.imageref import parse_image
 from pykubeadm.layout import Layout
 
 __all__ = [
     "BUILTIN_COMPONENTS",
     "COMPONENT_VERSION_ENV",
+    "RUNTIME_TYPE",
     "ImageError",
-    "MountError",
     "PathMapper",
     "Program",
-    "parse_image",
-    "prepare_host_paths",
     "resolve_program",
     "start_process",
     "stop_process",
 ]
+
+#: The built-in runtime's type: its containers are `pykubeadm://<id>` in Pod status.
+RUNTIME_TYPE = "pykubeadm"
 
 #: The environment variable carrying the image tag to built-in components (the version they report).
 COMPONENT_VERSION_ENV = "PYKUBEADM_COMPONENT_VERSION"
@@ -67,10 +69,6 @@ class ImageError(Exception):
         self.message = message
 
 
-class MountError(Exception):
-    """A hostPath volume cannot be prepared (CreateContainerConfigError-like)."""
-
-
 @dataclass(frozen=True)
 class Program:
     """What to exec for an image: argv prefix (the entrypoint), the component name and the version (image tag)."""
@@ -78,17 +76,6 @@ class Program:
     entrypoint: tuple[str, ...]
     component: str
     version: str
-
-
-def parse_image(image: str) -> tuple[str, str, str]:
-    """Split `registry.k8s.io/kube-apiserver:v1.33.0@sha256:…` into (repository, last name, tag); tag may be ""."""
-    ref = image.split("@", 1)[0]
-    last = ref.rsplit("/", 1)[-1]
-    tag = ""
-    if ":" in last:
-        last, tag = last.split(":", 1)
-        ref = ref[: -(len(tag) + 1)]
-    return ref, last, tag
 
 
 def resolve_program(image: str, *, etcd_binary: str | None = None) -> Program:
@@ -174,27 +161,6 @@ class PathMapper:
             name, value = arg.split("=", 1)
             return f"{name}={self.map_value(value)}"
         return self.map_value(arg)
-
-
-def prepare_host_paths(pod_spec: Mapping[str, Any], layout: Layout) -> None:
-    """Create DirectoryOrCreate (0755) and FileOrCreate (0644) hostPaths; check Directory/File/Socket types exist."""
-    for vol in pod_spec.get("volumes") or []:
-        hp = vol.get("hostPath")
-        if not hp:
-            continue
-        path = layout.host(hp["path"])
-        kind = hp.get("type") or ""
-        if kind == "DirectoryOrCreate" or (kind == "" and not path.exists()):
-            # type "": no check, but the runtime (containerd's CRI, like Docker) creates a missing source as a dir
-            path.mkdir(parents=True, exist_ok=True, mode=0o755)
-        elif kind == "FileOrCreate":
-            if not path.exists():
-                path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-                path.touch(mode=0o644)
-        elif kind == "Directory" and not path.is_dir():
-            raise MountError(f"hostPath type check failed: {hp['path']} is not a directory")
-        elif kind == "File" and not path.is_file():
-            raise MountError(f"hostPath type check failed: {hp['path']} is not a file")
 
 
 def container_env(

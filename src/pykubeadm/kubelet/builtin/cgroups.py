@@ -23,18 +23,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pykubeadm.util.quantity import parse_quantity
+from pykubeadm.kubelet.resources import (
+    CFS_PERIOD_US,
+    Resources,
+    container_resources,
+    milli_cpu_to_quota,
+    milli_cpu_to_shares,
+)
 
-__all__ = ["ContainerCgroup", "NodeCgroups", "PodCgroup", "Resources", "container_resources", "milli_cpu_to_shares"]
+__all__ = ["ContainerCgroup", "NodeCgroups", "PodCgroup"]
 
 log = logging.getLogger(__name__)
 
 _MOUNT = Path("/sys/fs/cgroup")
 #: The cgroup v1 hierarchies a container joins (those present).
 _V1_CONTROLLERS = ("cpu", "cpuacct", "memory", "pids", "devices")
-_PERIOD_US = 100_000  # the kubelet's CFS period
-_MIN_SHARES, _MAX_SHARES = 2, 262_144
-_MIN_QUOTA_US = 1000
 _REMOVE_WAIT = 5.0  # seconds reset waits for killed containers to leave their cgroups
 #: runc's default device rules (what a container that is not privileged may use).
 _DEVICE_RULES = (
@@ -52,35 +55,9 @@ _DEVICE_RULES = (
 )
 
 
-def milli_cpu_to_shares(milli: int) -> int:
-    """kube's MilliCPUToShares: 1 CPU = 1024 shares, at least 2."""
-    if milli <= 0:
-        return _MIN_SHARES
-    return max(_MIN_SHARES, min(_MAX_SHARES, milli * 1024 // 1000))
-
-
 def _shares_to_weight(shares: int) -> int:
     """cgroup v2 cpu.weight for v1 shares (the conversion runc and the kubelet use)."""
     return 1 + ((shares - 2) * 9999) // 262142
-
-
-@dataclass(frozen=True)
-class Resources:
-    """A container's (or a Pod's summed) CPU request/limit in millicores and memory limit in bytes; None: not set."""
-
-    cpu_request: int = 0
-    cpu_limit: int | None = None
-    memory_limit: int | None = None
-
-
-def container_resources(container: Mapping[str, Any]) -> Resources:
-    res = container.get("resources") or {}
-    req, lim = res.get("requests") or {}, res.get("limits") or {}
-    cpu_limit = int(parse_quantity(str(lim["cpu"])) * 1000) if "cpu" in lim else None
-    cpu_req = req.get("cpu")
-    cpu_request = int(parse_quantity(str(cpu_req)) * 1000) if cpu_req is not None else (cpu_limit or 0)
-    memory = int(parse_quantity(str(lim["memory"]))) if "memory" in lim else None
-    return Resources(cpu_request, cpu_limit, memory)
 
 
 def _pod_resources(containers: Iterable[Mapping[str, Any]]) -> Resources:
@@ -155,14 +132,14 @@ def _limits(res: Resources, v2: bool) -> list[tuple[str, str, str]]:
     if v2:
         out.append(("cpu", "cpu.weight", str(_shares_to_weight(shares))))
         if res.cpu_limit is not None:
-            out.append(("cpu", "cpu.max", f"{max(_MIN_QUOTA_US, res.cpu_limit * _PERIOD_US // 1000)} {_PERIOD_US}"))
+            out.append(("cpu", "cpu.max", f"{milli_cpu_to_quota(res.cpu_limit)} {CFS_PERIOD_US}"))
         if res.memory_limit is not None:
             out.append(("memory", "memory.max", str(res.memory_limit)))
         return out
     out.append(("cpu", "cpu.shares", str(shares)))
     if res.cpu_limit is not None:
-        out.append(("cpu", "cpu.cfs_period_us", str(_PERIOD_US)))
-        out.append(("cpu", "cpu.cfs_quota_us", str(max(_MIN_QUOTA_US, res.cpu_limit * _PERIOD_US // 1000))))
+        out.append(("cpu", "cpu.cfs_period_us", str(CFS_PERIOD_US)))
+        out.append(("cpu", "cpu.cfs_quota_us", str(milli_cpu_to_quota(res.cpu_limit))))
     if res.memory_limit is not None:
         out.append(("memory", "memory.limit_in_bytes", str(res.memory_limit)))
     return out
