@@ -323,6 +323,7 @@ class Kubelet:
             taints=self.s.register_with_taints,
             port=self.s.port,
             max_pods=self.s.max_pods,
+            runtime_version=self.runtime.version_url if self.runtime is not None else "",
         )
         self.agent = NodeAgent(
             client,

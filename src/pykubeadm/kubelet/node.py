@@ -87,7 +87,9 @@ def node_capacity(root: Path, max_pods: int = 110) -> tuple[dict[str, str], dict
     return cap, alloc
 
 
-def node_info(version: str) -> dict[str, str]:
+def node_info(version: str, runtime_version: str = "") -> dict[str, str]:
+    """The Node's `status.nodeInfo`; `runtime_version` is the CRI runtime's (`containerd://1.6.20`), or the built-in
+    runtime's own when the node has no CRI runtime."""
     os_image = "Linux"
     for line in _read("/etc/os-release").splitlines():
         if line.startswith("PRETTY_NAME="):
@@ -96,7 +98,7 @@ def node_info(version: str) -> dict[str, str]:
     return {
         "architecture": node_arch(),
         "bootID": _read("/proc/sys/kernel/random/boot_id"),
-        "containerRuntimeVersion": f"pykubeadm://{version}",
+        "containerRuntimeVersion": runtime_version or f"pykubeadm://{version}",
         "kernelVersion": platform.release(),
         "kubeProxyVersion": "",
         "kubeletVersion": version,
@@ -118,6 +120,7 @@ def initial_node(
     taints: list[dict[str, str]] | None = None,
     port: int = c.KUBELET_PORT,
     max_pods: int = 110,
+    runtime_version: str = "",
 ) -> dict[str, Any]:
     """The Node object the kubelet registers (registerWithAPIServer's initialNode)."""
     arch = node_arch()
@@ -148,7 +151,7 @@ def initial_node(
             "allocatable": alloc,
             "conditions": node_conditions(ready=True),
             "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
-            "nodeInfo": node_info(version),
+            "nodeInfo": node_info(version, runtime_version),
         },
     }
 

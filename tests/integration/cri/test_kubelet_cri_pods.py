@@ -210,6 +210,17 @@ def test_a_busybox_pod_runs_on_containerd(api_server: ApiServer, node: Node, con
         wait_for_line(lines, "response:200", lambda: http_get(port))  # httpd -v logs each answer: -f shows it
 
 
+@asyncio_module
+async def test_the_node_reports_the_cri_runtimes_version(api_server: ApiServer, node: Node, cri: CRIClient) -> None:
+    """nodeInfo.containerRuntimeVersion is the runtime's own (`containerd://1.6.20~ds1`, as `kubectl get nodes -o
+    wide` shows it), not the built-in runtime's, once the kubelet has a CRI runtime."""
+    version = await cri.version()
+    node_obj = json.loads(api_server.kubectl("get", "node", NODE, "-o", "json").stdout)
+    assert node_obj["status"]["nodeInfo"]["containerRuntimeVersion"] == (
+        f"{version.runtime_name}://{version.runtime_version}"
+    )
+
+
 def _kubectl(server: ApiServer, minor: int, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [KUBECTL[minor], *args], env=server.kubectl_env(), capture_output=True, text=True, input=input, timeout=60

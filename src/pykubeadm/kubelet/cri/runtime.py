@@ -11,15 +11,23 @@ __all__ = ["CRIRuntime", "connect"]
 
 
 class CRIRuntime(CRIClient):
-    """A CRI client that knows its runtime's type (from Version's runtime_name)."""
+    """A CRI client that knows its runtime's type and version (from Version's runtime_name and runtime_version)."""
 
-    def __init__(self, endpoint: str, runtime_type: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self, endpoint: str, runtime_type: str, *, runtime_version: str = "", timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
         super().__init__(endpoint, timeout=timeout)
         self._runtime_type = runtime_type
+        self.runtime_version = runtime_version
 
     @property
     def runtime_type(self) -> str:
         return self._runtime_type
+
+    @property
+    def version_url(self) -> str:
+        """The Node's `status.nodeInfo.containerRuntimeVersion`, as the kubelet writes it: `containerd://1.6.20`."""
+        return f"{self._runtime_type}://{self.runtime_version}"
 
 
 async def connect(endpoint: str, *, timeout: float = DEFAULT_TIMEOUT) -> CRIRuntime:
@@ -29,7 +37,7 @@ async def connect(endpoint: str, *, timeout: float = DEFAULT_TIMEOUT) -> CRIRunt
         version = await probe.version()
     finally:
         await probe.close()
-    return CRIRuntime(endpoint, version.runtime_name, timeout=timeout)
+    return CRIRuntime(endpoint, version.runtime_name, runtime_version=version.runtime_version, timeout=timeout)
 
 
 # The boundary is checked statically: CRIRuntime must keep every call the kubelet may make.
