@@ -1,6 +1,6 @@
 """What the apiserver's start does not import: code only some flags or requests need (encryption at rest, JWT/OIDC
-issuers with their CEL and protobuf, exec/attach/portforward streaming) is imported when that flag or request comes,
-so every control plane's start does not pay for it."""
+issuers with their CEL and protobuf, exec/attach/portforward streaming, PyYAML for YAML bodies and config files, time
+zones for CronJobs) is imported when that flag or request comes, so every control plane's start does not pay for it."""
 
 import json
 import subprocess
@@ -8,7 +8,8 @@ import sys
 
 from pykubeadm.apiserver.handlers import dispatch, podconnect
 
-#: Modules a plain start (no --encryption-provider-config, no --oidc-*/--authentication-config, no exec) must not load.
+#: Modules a plain start (no --encryption-provider-config, --oidc-*, --authentication-config, --audit-policy-file or
+#: --admission-control-config-file; no exec, no YAML) must not load.
 LAZY = (
     "pykubeadm.apiserver.encryption.config",
     "pykubeadm.apiserver.encryption.providers",
@@ -16,6 +17,8 @@ LAZY = (
     "google.protobuf",
     "pykubeadm.apiserver.handlers.podconnect",
     "pykubeadm.apiserver.handlers.streamtranslate",
+    "yaml",
+    "zoneinfo",
 )
 
 
