@@ -34,3 +34,17 @@ def test_server_and_auth_wiring_modules_leave_optional_code_unimported() -> None
 
 def test_dispatch_routes_exactly_podconnects_subresources() -> None:
     assert set(podconnect.CONNECT_SUBRESOURCES) == dispatch._CONNECT
+
+
+def test_a_kinds_schema_converts_its_definition_not_all_of_them() -> None:
+    code = (
+        "from pykubeadm.apiserver.openapi import definitions as d\n"
+        "s = d.schema_for('', 'v1', 'ConfigMap')\n"
+        "assert s is d.definition('io.k8s.api.core.v1.ConfigMap'), s\n"
+        "assert d.definitions.cache_info().currsize == 0, 'every definition was converted'\n"
+        "assert d.definitions()['io.k8s.api.core.v1.ConfigMap'] is s\n"
+        "assert 'enum' not in s['properties']['kind']\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
