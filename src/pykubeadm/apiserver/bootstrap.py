@@ -119,7 +119,7 @@ async def _reconcile_policy_object(state: ApiState, obj: Obj) -> None:
     cur = await store.try_get(ns, obj["metadata"]["name"])
     if cur is None:
         with contextlib.suppress(st.ApiError):
-            await store.create(ns, copy.deepcopy(obj), SYSTEM_CTX)
+            await store.create(ns, obj, SYSTEM_CTX)  # default_policy's objects are fresh; create copies its input
         return
     if (cur["metadata"].get("annotations") or {}).get(AUTOUPDATE) == "false":
         return

@@ -266,14 +266,15 @@ def _audit_options(o: ServerOptions, flags: dict[str, Any], lay: Layout) -> None
 
 
 def _encryption_options(o: ServerOptions, flags: dict[str, Any], lay: Layout) -> None:
-    from pykubeadm.apiserver.encryption import EncryptionConfigError, load_encryption_config
-
     if flags.get("encryption_provider_config_automatic_reload") is not None:
         o.encryption_provider_config_automatic_reload = bool(flags["encryption_provider_config_automatic_reload"])
     if not flags.get("encryption_provider_config"):
         if o.encryption_provider_config_automatic_reload:
             raise _err("--encryption-provider-config-automatic-reload requires --encryption-provider-config")
         return
+    # Imported only with the flag set: the providers and their cryptography are not every start's cost.
+    from pykubeadm.apiserver.encryption import EncryptionConfigError, load_encryption_config
+
     o.encryption_provider_config = lay.host(flags["encryption_provider_config"])
     try:
         o.encryption_config = load_encryption_config(o.encryption_provider_config)

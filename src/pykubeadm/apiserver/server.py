@@ -24,7 +24,6 @@ from pykubeadm.apiserver.clusterauthtrust import HOOK_NAME as CLUSTER_AUTH_HOOK
 from pykubeadm.apiserver.clusterauthtrust import ClusterAuthenticationTrustController, authentication_info_from_options
 from pykubeadm.apiserver.crd.controller import CRDController
 from pykubeadm.apiserver.discovery import group_versions, version_info
-from pykubeadm.apiserver.encryption.runtime import EncryptionRuntime
 from pykubeadm.apiserver.endpointreconciler import LeaseEndpointReconciler
 from pykubeadm.apiserver.eventttl import event_ttl_sweeper
 from pykubeadm.apiserver.handlers.podlog import KubeletClient
@@ -91,6 +90,9 @@ async def serve(options: ServerOptions, stop: asyncio.Event, started: asyncio.Ev
     )
     encryption = None
     if options.encryption_config is not None and options.encryption_provider_config is not None:
+        # Only with --encryption-provider-config: the providers (and their cryptography) are not paid otherwise.
+        from pykubeadm.apiserver.encryption.runtime import EncryptionRuntime
+
         encryption = EncryptionRuntime(
             options.encryption_provider_config,
             options.encryption_config,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
@@ -45,6 +44,8 @@ def load_zone(name: str) -> tzinfo:
     if name == "Local":
         local = datetime.now().astimezone().tzinfo
         return local if local is not None else UTC
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # only for a named zone: not every apiserver start's cost
+
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as err:

@@ -10,10 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from pykubeadm.util.yamlload import load_yaml
-
 __all__ = ["AdmissionConfigError", "load_admission_config"]
 
 _API_VERSIONS = ("apiserver.config.k8s.io/v1", "apiserver.k8s.io/v1alpha1")
@@ -24,6 +20,10 @@ class AdmissionConfigError(ValueError):
 
 
 def _load(path: Path, what: str) -> Any:
+    import yaml  # only with --admission-control-config-file: PyYAML is not every apiserver start's cost
+
+    from pykubeadm.util.yamlload import load_yaml
+
     try:
         return load_yaml(path.read_text())
     except OSError as e:

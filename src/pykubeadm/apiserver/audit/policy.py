@@ -9,10 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from pykubeadm.util.yamlload import load_yaml
-
 __all__ = [
     "LEVELS",
     "STAGES",
@@ -241,6 +237,10 @@ def load_policy(path: Path) -> Policy:
         raw = path.read_bytes()
     except OSError as e:
         raise AuditPolicyError(f"failed to read file path {path!s}: {e.strerror}") from None
+    import yaml  # only with --audit-policy-file: PyYAML is not every apiserver start's cost
+
+    from pykubeadm.util.yamlload import load_yaml
+
     try:
         doc = load_yaml(raw)
     except yaml.YAMLError as e:

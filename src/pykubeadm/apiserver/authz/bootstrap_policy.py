@@ -7,7 +7,6 @@ controller owns their rules (the reconciler at start only puts their aggregation
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from pykubeadm.apiserver.authz.controller_policy import CONTROLLER_ROLES as _CONTROLLER_ROLES
@@ -15,6 +14,7 @@ from pykubeadm.apiserver.authz.policy_rules import EVENTS_RULES as _EVENTS
 from pykubeadm.apiserver.authz.policy_rules import READ as _READ
 from pykubeadm.apiserver.authz.policy_rules import WRITE as _WRITE
 from pykubeadm.apiserver.authz.policy_rules import nr, r
+from pykubeadm.util import jsoncodec
 
 __all__ = ["NODE_RULES", "default_policy"]
 
@@ -465,4 +465,4 @@ def default_policy() -> list[dict[str, Any]]:
                 "subjects": subjects,
             }
         )
-    return copy.deepcopy(out)
+    return jsoncodec.loads(jsoncodec.dumps(out))  # fresh copies, a few times faster than copy.deepcopy

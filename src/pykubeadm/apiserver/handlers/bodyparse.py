@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime as dt
+import functools
 import itertools
 import json
 import math
@@ -28,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-import yaml
 
 from pykubeadm.apiserver import status as st
 
@@ -182,15 +182,21 @@ def _set_libyaml_max_depth() -> None:
         ctypes.CDLL(_cyaml.__file__).yaml_set_max_nest_level(MAX_DEPTH)
 
 
-class _JSONCompatibleLoader(yaml.CSafeLoader):
-    """libyaml's safe loader that keeps timestamps as the text they were written as (go-yaml into interface{} does)."""
+@functools.cache
+def _json_compatible_loader() -> type[Any]:
+    """libyaml's safe loader that keeps timestamps as the text they were written as (go-yaml into interface{} does).
+    Made on the first YAML body: PyYAML is not imported at every apiserver start for the few clients that send YAML."""
+    import yaml
 
+    class _JSONCompatibleLoader(yaml.CSafeLoader):
+        pass
 
-_JSONCompatibleLoader.yaml_implicit_resolvers = {
-    ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for ch, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
-}
-_set_libyaml_max_depth()
+    _JSONCompatibleLoader.yaml_implicit_resolvers = {
+        ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for ch, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
+    }
+    _set_libyaml_max_depth()
+    return _JSONCompatibleLoader
 
 
 def parse_yaml(data: bytes) -> Parsed:
@@ -208,8 +214,11 @@ def parse_yaml(data: bytes) -> Parsed:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise st.bad_request(f"error converting YAML to JSON: yaml: invalid leading UTF-8 octet at {e.start}") from None
+    loader = _json_compatible_loader()
+    import yaml
+
     try:
-        value = yaml.load(text, Loader=_JSONCompatibleLoader)  # noqa: S506 - a safe loader
+        value = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as e:
         # Only the position and the problem: the YAML library's snippet of the document could be secret data.
         mark = getattr(e, "problem_mark", None)

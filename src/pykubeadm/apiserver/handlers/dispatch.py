@@ -9,7 +9,7 @@ from pykubeadm.apiserver import status as st
 from pykubeadm.apiserver.aggregator import discovery as agg_discovery
 from pykubeadm.apiserver.aggregator import maybe_proxy
 from pykubeadm.apiserver.handlers import delete as delete_h
-from pykubeadm.apiserver.handlers import eviction, nodeproxy, podconnect, podlog, read, review, scale, watch, write
+from pykubeadm.apiserver.handlers import eviction, nodeproxy, podlog, read, review, scale, watch, write
 from pykubeadm.apiserver.handlers import patch as patch_h
 from pykubeadm.apiserver.handlers.codec import encode_json, json_response
 from pykubeadm.apiserver.handlers.context import info_of, state_of
@@ -22,6 +22,9 @@ __all__ = ["handle"]
 
 _HEALTH = {"healthz", "livez", "readyz"}
 _STREAMED = frozenset({"log", "exec", "attach", "portforward", "proxy"})
+#: The keys of podconnect.CONNECT_SUBRESOURCES: podconnect (and its SPDY/WebSocket streaming) is imported on the first
+#: exec/attach/portforward, not at every apiserver start.
+_CONNECT = frozenset({"exec", "attach", "portforward"})
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
@@ -65,7 +68,9 @@ async def handle(request: web.Request) -> web.StreamResponse:
             return await podlog.pod_log(request, store)
         if info.resource == "nodes" and info.subresource == "proxy" and not info.api_group:
             return await nodeproxy.node_proxy(request, store)
-        if info.resource == "pods" and info.subresource in podconnect.CONNECT_SUBRESOURCES:
+        if info.resource == "pods" and info.subresource in _CONNECT:
+            from pykubeadm.apiserver.handlers import podconnect
+
             return await podconnect.pod_connect(request, store)
         scalable = "scale" in store.strategy.subresources
         if info.subresource == "scale" and scalable and verb in ("get", "update", "patch"):

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-import yaml
 from aiohttp import web
 
 from pykubeadm.apiserver import status as st
@@ -83,6 +82,8 @@ def negotiate_output(request: web.Request, streaming: bool = False) -> str:
 
 
 def _yaml(obj: Any) -> bytes:
+    import yaml  # on the first YAML answer: PyYAML is not every apiserver start's cost
+
     return yaml.safe_dump(obj, default_flow_style=False, allow_unicode=True, sort_keys=True).encode()
 
 

@@ -19,6 +19,7 @@ import orjson
 __all__ = [
     "KUBE_VERSION",
     "by_gvk",
+    "definition",
     "definitions",
     "gvk_of",
     "resolve",
@@ -75,24 +76,42 @@ def _convert(node: Any) -> Any:
 
 
 @functools.cache
+def _raw() -> dict[str, Any]:
+    """The package's definitions as JSON Schema, by name (read once; converted one by one as they are asked for)."""
+    raw: dict[str, Any] = orjson.loads((_package_dir() / _SCHEMA_DIR / "_definitions.json").read_bytes())["$defs"]
+    return raw
+
+
+@functools.cache
+def definition(name: str) -> Schema | None:
+    """One definition by its OpenAPI name (`io.k8s.api.core.v1.Pod`) in v2 form, or None. Converting only the
+    definitions a request needs keeps the apiserver's start from converting all ~700 (its first write needs one)."""
+    if name in _SPECIAL_DESCRIPTIONS:
+        if name == _INT_OR_STRING:
+            return {"description": _SPECIAL_DESCRIPTIONS[name], "type": "string", "format": "int-or-string"}
+        return {"description": _SPECIAL_DESCRIPTIONS[name], "type": "string"}
+    raw = _raw().get(name)
+    if raw is None:
+        return None
+    schema: Schema = _convert(raw)
+    props = schema.get("properties")
+    if isinstance(props, dict) and schema.get("x-kubernetes-group-version-kind"):
+        # kubernetes-validate pins apiVersion/kind with enums; kube's documents do not.
+        for f in ("apiVersion", "kind"):
+            if isinstance(props.get(f), dict):
+                props[f].pop("enum", None)
+    return schema
+
+
+@functools.cache
 def definitions() -> dict[str, Schema]:
-    """Every definition by its OpenAPI name (`io.k8s.api.core.v1.Pod`), in v2 form with `#/definitions/` refs."""
-    raw = orjson.loads((_package_dir() / _SCHEMA_DIR / "_definitions.json").read_bytes())["$defs"]
-    defs = {name: _convert(schema) for name, schema in raw.items()}
-    for schema in defs.values():
-        props = schema.get("properties")
-        gvks = schema.get("x-kubernetes-group-version-kind")
-        if isinstance(props, dict) and gvks:
-            # kubernetes-validate pins apiVersion/kind with enums; kube's documents do not.
-            for f in ("apiVersion", "kind"):
-                if isinstance(props.get(f), dict):
-                    props[f].pop("enum", None)
-    defs[_INT_OR_STRING] = {
-        "description": _SPECIAL_DESCRIPTIONS[_INT_OR_STRING],
-        "type": "string",
-        "format": "int-or-string",
-    }
-    defs[_QUANTITY] = {"description": _SPECIAL_DESCRIPTIONS[_QUANTITY], "type": "string"}
+    """Every definition by its OpenAPI name, in v2 form with `#/definitions/` refs (the same objects `definition`
+    returns)."""
+    defs: dict[str, Schema] = {}
+    for name in [*_raw(), *_SPECIAL_DESCRIPTIONS]:
+        schema = definition(name)
+        if schema is not None:
+            defs[name] = schema
     return defs
 
 
@@ -100,7 +119,7 @@ def definitions() -> dict[str, Schema]:
 def by_gvk() -> dict[tuple[str, str, str], str]:
     """(group, version, kind) → definition name, from each definition's x-kubernetes-group-version-kind."""
     out: dict[tuple[str, str, str], str] = {}
-    for name, schema in definitions().items():
+    for name, schema in _raw().items():  # the conversion leaves these lists as they are
         for gvk in schema.get("x-kubernetes-group-version-kind") or []:
             key = (gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", ""))
             # meta kinds (DeleteOptions, WatchEvent) are listed under every group; keep the first, most specific.
@@ -115,7 +134,7 @@ def gvk_of(group: str, version: str, kind: str) -> str | None:
 
 def schema_for(group: str, version: str, kind: str) -> Schema | None:
     name = gvk_of(group, version, kind)
-    return definitions()[name] if name else None
+    return definition(name) if name else None
 
 
 def resolve(schema: Schema) -> Schema:
@@ -123,7 +142,7 @@ def resolve(schema: Schema) -> Schema:
     for _ in range(8):
         ref = schema.get("$ref")
         if isinstance(ref, str):
-            target = definitions().get(ref.rsplit("/", 1)[-1])
+            target = definition(ref.rsplit("/", 1)[-1])
             if target is None:
                 return schema
             schema = target
@@ -179,4 +198,7 @@ def v3_definition(name: str) -> Schema:
             "description": _SPECIAL_DESCRIPTIONS[_QUANTITY],
             "oneOf": [{"type": "string"}, {"type": "number"}],
         }
-    return to_v3(definitions()[name])
+    schema = definition(name)
+    if schema is None:
+        raise KeyError(name)
+    return to_v3(schema)

@@ -118,7 +118,7 @@ class Documents:
         return defs.gvk_of(k.group, k.version, k.kind)
 
     def _definition(self, name: str) -> Obj | None:
-        return self._extra.get(name) or defs.definitions().get(name)
+        return self._extra.get(name) or defs.definition(name)
 
     def _collect(self, kinds: Iterable[OpenAPIKind]) -> list[tuple[OpenAPIKind, str, str | None]]:
         out = []

@@ -53,7 +53,7 @@ def _ref_name(schema: Schema) -> str | None:
 def _go_type(schema: Schema, version: str) -> str:
     name = _ref_name(schema)
     if name:
-        target = defs.definitions().get(name, {})
+        target = defs.definition(name) or {}
         if target.get("type") in ("object", None) and "format" not in target:
             return f"{version}.{name.rsplit('.', 1)[-1]}"
         schema = target
@@ -82,7 +82,7 @@ class _Walker:
             name = _ref_name(schema)
             if name is None:
                 return schema, struct
-            target = self.local.get(name) or defs.definitions().get(name)
+            target = self.local.get(name) or defs.definition(name)
             if target is None:
                 return {}, struct
             schema, struct = target, name.rsplit(".", 1)[-1]

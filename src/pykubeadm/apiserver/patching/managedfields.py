@@ -69,7 +69,7 @@ def _resolver(strategy: Any) -> fs.Resolver:
             if not isinstance(ref, str):
                 return defs.resolve(schema)
             name = ref.rsplit("/", 1)[-1]
-            schema = extra.get(name) or defs.definitions().get(name) or {}
+            schema = extra.get(name) or defs.definition(name) or {}
         return schema
 
     return resolve
