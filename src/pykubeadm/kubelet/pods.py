@@ -32,6 +32,7 @@ from pykubeadm.kubelet.builtin.podworker import PodWorker
 from pykubeadm.kubelet.builtin.shim import ShimProcess
 from pykubeadm.kubelet.cri.podconfig import POD_UID_LABEL
 from pykubeadm.kubelet.cri.podworker import CRIPodWorker
+from pykubeadm.kubelet.cri.relist import ContainerRelist
 from pykubeadm.kubelet.listwatch import list_then_watch
 from pykubeadm.kubelet.ports import NodePorts, host_port_conflict
 from pykubeadm.kubelet.runtimeapi import KubeletRuntime
@@ -88,6 +89,7 @@ class PodManager:
         self.observer = observer  # every worker's changes (the kubelet's metrics)
         self.network = network  # podnetwork.PodNetwork: the node's CNI network, None: Pods share the node's
         self.runtime = runtime  # the node's CRI runtime, None: every Pod runs built-in
+        self.relist = ContainerRelist(runtime) if runtime is not None else None
         self.ports = NodePorts()
         self._object_cache: Any = None
         self.rejections: set[asyncio.Task[None]] = set()  # status writes of rejected Pods, in flight
@@ -216,6 +218,7 @@ class PodManager:
                 pod,
                 uid=uid,
                 runtime=self.runtime,
+                relist=self.relist,
                 node_name=self.node_name,
                 host_ip=self.pod_ip,
                 layout=self.layout,

@@ -33,6 +33,7 @@ from pykubeadm.kubelet.backoff import BackOff
 from pykubeadm.kubelet.containerconfig import ContainerConfigError, container_setup
 from pykubeadm.kubelet.cri import podconfig
 from pykubeadm.kubelet.cri.imagepull import ImagePullError, PullContext, ensure_image, image_id
+from pykubeadm.kubelet.cri.relist import ContainerRelist
 from pykubeadm.kubelet.cri.streams import CRIStreams
 from pykubeadm.kubelet.podstatus import now
 from pykubeadm.kubelet.runtimeapi import KubeletRuntime, container_id_url
@@ -42,7 +43,8 @@ __all__ = ["CRIContainer", "CRIPodWorker"]
 
 log = logging.getLogger(__name__)
 
-#: How often a running container's status is asked of the runtime (the kubelet's PLEG relists every second).
+#: How often a running container's status is asked of the runtime without a relist (`ContainerRelist`, the node's one
+#: ListContainers for all its containers, as the kubelet's PLEG relists).
 POLL_SECONDS = 0.25
 #: The kubelet reads at most this much of a termination message file (4096 bytes) / of the log (80 lines).
 _MAX_MESSAGE = 4096
@@ -202,7 +204,10 @@ class CRIContainer(ContainerBase):
                 if st.state == api.ContainerState.CONTAINER_RUNNING and st.started_at and "running" in self.state:
                     self.state["running"]["startedAt"] = _time(st.started_at)
                     self.started_epoch = st.started_at / 1e9
-                await asyncio.sleep(POLL_SECONDS)
+                if self.pod.relist is not None:  # the node's one relist wakes us when it stops running
+                    await self.pod.relist.wait_not_running(self.container_id)
+                else:
+                    await asyncio.sleep(POLL_SECONDS)
         finally:
             if probes is not None:
                 probes.cancel()
@@ -271,11 +276,18 @@ class CRIPodWorker(PodWorkerBase):
     containers: list[CRIContainer]
 
     def __init__(
-        self, pod: dict[str, Any], *, runtime: KubeletRuntime, host_ip: str, **options: Unpack[PodOptions]
+        self,
+        pod: dict[str, Any],
+        *,
+        runtime: KubeletRuntime,
+        host_ip: str,
+        relist: ContainerRelist | None = None,
+        **options: Unpack[PodOptions],
     ) -> None:
         self.full_name = str((pod.get("metadata") or {}).get("name", ""))
         super().__init__(pod, **options)
         self.runtime = runtime
+        self.relist = relist  # None: each running container's status is polled
         self.host_ip = host_ip
         self.pod_ip = host_ip if self.spec.get("hostNetwork") else ""
         self.pod_ips = [host_ip] if self.spec.get("hostNetwork") else []
