@@ -206,6 +206,16 @@ def endpoints_ready(lab: Lab, name: str) -> bool:
     return res.returncode == 0 and bool(res.stdout.strip())
 
 
+def wait_default_service_account(lab: Lab, ns: str) -> None:
+    """Pods are admitted only once their namespace's default ServiceAccount exists (its controller makes it after the
+    namespace), as on kube: ServiceAccount admission runs before every validating plugin."""
+    wait_for(
+        lambda: kubectl(lab, "get", "serviceaccount", "default", "-n", ns).returncode == 0,
+        60,
+        f"the default ServiceAccount of {ns}",
+    )
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     lab_dir = tmp_path_factory.mktemp("admission")
@@ -224,9 +234,10 @@ def ca_bundle(lab: Lab) -> str:
     """The webhook Pods running Ready behind their Services; returns the caBundle that trusts them."""
     ca, cert, key = make_pki()
     server_module = inspect.getsource(webhookserver)
+    applied(lab, namespace(NS))
+    wait_default_service_account(lab, NS)
     applied(
         lab,
-        namespace(NS),
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "webhook-server", "namespace": NS},
          "data": {"server.py": SERVER_PROGRAM, "webhookserver.py": server_module}},
         {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
@@ -353,6 +364,7 @@ PRIVILEGED_POD = {
 
 def test_pod_security_restricted_refuses_a_privileged_pod(lab: Lab) -> None:
     applied(lab, namespace("restricted", **{"pod-security.kubernetes.io/enforce": "restricted"}))
+    wait_default_service_account(lab, "restricted")
     res = apply(lab, PRIVILEGED_POD)
     assert res.returncode != 0
     assert (

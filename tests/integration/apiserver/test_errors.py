@@ -2,6 +2,7 @@
 
 import json
 import ssl
+import time
 
 import httpx
 import pytest
@@ -113,10 +114,17 @@ def test_audit_log_has_one_line_per_request_without_secrets(api, http):
         json={"metadata": {"name": "audited"}, "stringData": {"password": "s3cr3t-value"}},
     )
     http.get("/api/v1/namespaces/default/secrets/audited")
-    lines = api.audit_log.read_text().splitlines()
-    events = [json.loads(line) for line in lines]
-    mine = [e for e in events if e.get("objectRef", {}).get("name") == "audited"]
-    assert [e["verb"] for e in mine][-1] == "get"
+
+    def audited() -> list[dict]:
+        events = [json.loads(line) for line in api.audit_log.read_text().splitlines()]
+        return [e for e in events if e.get("objectRef", {}).get("name") == "audited"]
+
+    # The event of a request is written once its response has been sent: wait for it, with a deadline.
+    deadline = time.monotonic() + 10
+    while [e["verb"] for e in audited()][-1:] != ["get"]:
+        assert time.monotonic() < deadline, f"audit events of 'audited': {[e['verb'] for e in audited()]}"
+        time.sleep(0.05)
+    mine = audited()
     assert mine[-1]["user"]["username"] == "kubernetes-admin" and mine[-1]["responseStatus"]["code"] == 200
     assert "s3cr3t" not in api.audit_log.read_text()
     assert "s3cr3t" not in api.log_path.read_text()

@@ -86,8 +86,13 @@ def test_relay_forwards_the_hosts_loopback_into_the_namespace(tmp_path: Path, na
             relay.listen(host_port, "--publish")
         assert relay.stop(state)
         assert relay.running(state) is None
-        with socket.socket() as after:
-            assert after.connect_ex(("127.0.0.1", host_port)) != 0
+        refused = time.monotonic() + 10  # the relay's listener goes with it: nothing answers there any more
+        while True:
+            with socket.socket() as after:
+                if after.connect_ex(("127.0.0.1", host_port)) != 0:
+                    break
+            assert time.monotonic() < refused, f"127.0.0.1:{host_port} still answers after the relay stopped"
+            time.sleep(0.05)
     finally:
         relay.stop(state)
         held.close()
